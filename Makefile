@@ -1,0 +1,55 @@
+# seqmix: `make reproduce` (the whole DAG at tiny scale) and `make test`. Both set everything up.
+#
+# torch: PyPI's Linux torch is the multi-GB CUDA build. CPU users pass the CPU index or a wheel:
+#   make reproduce TORCH_INDEX=https://download.pytorch.org/whl/cpu
+#   make reproduce TORCH_WHEEL=/path/to/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl
+# GPU/cluster users: REQUIREMENTS=none installs from pyproject.toml instead of the pinned CPU set.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+TORCH_INDEX ?=
+TORCH_WHEEL ?=
+REQUIREMENTS ?= envs/requirements-cpu.txt
+PROFILE ?= profiles/local
+SMK_ARGS ?=
+PYTEST_ARGS ?=
+
+BIN := $(VENV)/bin
+PIP_EXTRA := $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX),)
+STAMP := $(VENV)/.seqmix-installed
+export PATH := $(abspath $(BIN)):$(PATH)
+export MPLBACKEND := Agg
+
+.PHONY: reproduce test venv report clean-results dryrun help
+help:
+	@echo "make reproduce   # venv + install + the whole DAG at tiny scale + report"
+	@echo "make test        # venv + install + the test suite"
+	@echo "make dryrun SMK_ARGS='--config scale=cpu'"
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml $(REQUIREMENTS) Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(if $(TORCH_WHEEL),$(BIN)/python -m pip install -q $(TORCH_WHEEL),)
+ifeq ($(REQUIREMENTS),none)
+	$(BIN)/python -m pip install -q $(PIP_EXTRA) -e '.[dev]'
+else
+	$(BIN)/python -m pip install -q $(PIP_EXTRA) -r $(REQUIREMENTS)
+	$(BIN)/python -m pip install -q --no-deps -e .
+endif
+	touch $@
+
+reproduce: $(STAMP)
+	$(BIN)/snakemake --workflow-profile $(PROFILE) $(SMK_ARGS)
+	$(BIN)/snakemake --workflow-profile $(PROFILE) $(SMK_ARGS) --report results/report.html
+	@$(BIN)/python -m seqmix where --results results
+
+dryrun: $(STAMP)
+	$(BIN)/snakemake --workflow-profile $(PROFILE) -n $(SMK_ARGS)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+clean-results:
+	rm -rf results .snakemake

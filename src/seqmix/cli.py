@@ -1,0 +1,241 @@
+"""`python -m seqmix <stage> ...`: the one entry point every rule calls.
+
+Rules pass file paths (a run-config JSON written by the ``run_config`` rule), never a config pasted into
+a shell string. ``--threads`` sets torch's thread count (default 1: on 2 cores, two 1-thread processes
+beat one 2-thread process by far for these small models).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+_T_IMPORT = time.time()
+
+
+def process_age_s() -> float:
+    """Seconds since this process started (Linux /proc), else since this module was imported."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return time.time() - _T_IMPORT
+
+
+def _setup(threads: int) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
+                        stream=sys.stderr, force=True)
+    for noisy in ("alembic", "mlflow", "urllib3", "matplotlib", "PIL"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    import torch
+
+    torch.set_num_threads(threads)
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+
+
+def _cell_stage(args, stage: str) -> None:
+    from . import stages
+    from .io import read_json, write_json
+
+    _setup(args.threads)
+    from . import registry
+
+    registry.load_all()
+    startup = process_age_s()
+    run = read_json(args.run)
+    fn = {"train": stages.train_cell, "evaluate": stages.evaluate_cell}[stage]
+    out = stages.timed(fn, startup, run)
+    out.update(cell=run["cell"], experiment=run["experiment"], paper=run["paper"], stage=stage)
+    write_json(args.out, out)
+
+
+def cmd_train(args):
+    _cell_stage(args, "train")
+
+
+def cmd_evaluate(args):
+    _cell_stage(args, "evaluate")
+
+
+def _paper_module(paper: str):
+    import importlib
+
+    return importlib.import_module(f"seqmix.papers.{paper}")
+
+
+def cmd_collect(args):
+    from .io import read_json
+    from .report.tables import write_csv
+
+    _setup(args.threads)
+    rows = []
+    for path in args.inputs:
+        rows.extend(read_json(path)["leaves"])
+    if not rows:
+        raise SystemExit("collect: no leaves in the inputs")
+    write_csv(args.out, rows)
+
+
+def cmd_artefact(args):
+    from .io import read_json
+
+    _setup(args.threads)
+    run = read_json(args.run)
+    mod = _paper_module(run["paper"])
+    if args.name not in mod.ARTEFACTS:
+        raise SystemExit(f"unknown artefact {args.name!r} of paper {run['paper']}; known: {', '.join(mod.ARTEFACTS)}")
+    mod.ARTEFACTS[args.name](run, Path(args.out))
+
+
+def cmd_claims(args):
+    from . import claims
+    from .io import read_json
+
+    _setup(args.threads)
+    run = read_json(args.run)
+    results = claims.evaluate_claims(run["config"]["claims"], Path(run["results"]) / run["paper"], run["scale"])
+    claims.write_claims(results, Path(args.out_md), Path(args.out_csv), run["paper"], run["scale"])
+    _log_paper_artefacts(run, [args.out_md, args.out_csv] + list(args.artifacts or []))
+
+
+def _log_paper_artefacts(run: dict, files: list[str]) -> None:
+    """One paper-level MLflow run holding the tables, figures and claims as artifacts."""
+    from . import tracking
+    from .io import config_hash
+
+    uri = tracking.resolve_uri(run["tracking"]["uri"])
+    key = f"{run['paper']}.artefacts"
+    rec = tracking.buffer_record(key=key, experiment=run["paper"], run_name=f"{run['paper']}/artefacts",
+                                 tags=tracking.run_tags(rule="claims", paper=run["paper"], scale=run["scale"],
+                                                        config_hash=config_hash(run["config"])),
+                                 params={}, metrics={}, artifacts=[str(Path(f).resolve()) for f in files])
+    buf = Path(run["results"]) / run["paper"] / "tracking-artefacts.jsonl"
+    tracking.write_buffer(buf, [rec])
+    tracking.ingest([buf], uri, run["results"])
+
+
+def cmd_mlflow_init(args):
+    from . import tracking
+    from .io import write_json
+
+    _setup(1)
+    uri = tracking.resolve_uri(args.uri)
+    if uri == "none":
+        ids = {}
+    else:
+        ids = tracking.init_store(uri, args.papers, args.results)
+    write_json(args.out, {"uri": uri, "experiments": ids})
+
+
+def cmd_mlflow_sync(args):
+    from . import tracking
+    from .io import write_json
+
+    _setup(1)
+    uri = tracking.resolve_uri(args.uri)
+    buffers = sorted(Path(args.results).rglob("tracking*.jsonl"))
+    counts = tracking.ingest(buffers, uri, args.results)
+    if counts is None:
+        raise SystemExit(f"mlflow_sync: could not reach {uri}")
+    write_json(args.out, {"uri": uri, "buffers": len(buffers), **counts})
+
+
+def cmd_report_index(args):
+    from .report.index import write_index
+
+    write_index(Path(args.results), args.papers, args.scale, Path(args.out))
+
+
+def cmd_where(args):
+    """Print where the tables, figures, claims, report and MLflow database of a run are."""
+    results = Path(args.results)
+    print("\nseqmix: outputs")
+    for d in sorted(p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")
+                    and (p / "claims.md").exists()):
+        print(f"  {d.name}:")
+        print(f"    claims   {d / 'claims.md'}")
+        for kind in ("tables", "figures"):
+            files = sorted((d / kind).glob("*.md" if kind == "tables" else "*.png"))
+            if files:
+                print(f"    {kind:8s} " + "  ".join(str(f) for f in files))
+    for name, what in (("report.html", "report  "), ("report.md", "index   "), ("mlflow.db", "mlflow  ")):
+        if (results / name).exists():
+            print(f"  {what} {results / name}")
+    if (results / "mlflow.db").exists():
+        print(f"  browse runs: mlflow ui --backend-store-uri sqlite:///{results / 'mlflow.db'}")
+
+
+def cmd_validate(args):
+    """Validate config/config.yaml and the papers' configs (what the Snakefile does before any job)."""
+    from .config import ConfigError, load_all, load_yaml
+
+    cfg = load_yaml(args.config)
+    if args.scale:
+        cfg["scale"] = args.scale
+    try:
+        load_all(cfg, args.root, args.config)
+    except ConfigError as e:
+        raise SystemExit(f"config error: {e}")
+    print("config ok")
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="seqmix", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    def add(name, fn, help_):
+        sp = sub.add_parser(name, help=help_)
+        sp.set_defaults(fn=fn)
+        sp.add_argument("--threads", type=int, default=1, help="torch threads (the rule's `threads`)")
+        return sp
+
+    for name, fn, help_ in (("train", cmd_train, "train every leaf of a cell"),
+                            ("evaluate", cmd_evaluate, "evaluate every leaf of a cell")):
+        sp = add(name, fn, help_)
+        sp.add_argument("--run", required=True, help="the cell's run-config JSON")
+        sp.add_argument("--out", required=True, help="the cell's summary JSON (written last)")
+    sp = add("collect", cmd_collect, "gather cell summaries into one CSV")
+    sp.add_argument("--out", required=True)
+    sp.add_argument("inputs", nargs="+")
+    sp = add("artefact", cmd_artefact, "render one table or figure of a paper")
+    sp.add_argument("--run", required=True, help="the paper's run-config JSON")
+    sp.add_argument("--name", required=True)
+    sp.add_argument("--out", required=True, help="output directory or file stem")
+    sp = add("claims", cmd_claims, "check the paper's claims against our results")
+    sp.add_argument("--run", required=True)
+    sp.add_argument("--out-md", required=True)
+    sp.add_argument("--out-csv", required=True)
+    sp.add_argument("--artifacts", nargs="*", help="tables and figures to attach to the paper's MLflow run")
+    sp = add("mlflow-init", cmd_mlflow_init, "create the MLflow store and experiments once")
+    sp.add_argument("--uri", required=True)
+    sp.add_argument("--results", required=True)
+    sp.add_argument("--papers", nargs="+", required=True)
+    sp.add_argument("--out", required=True)
+    sp = add("mlflow-sync", cmd_mlflow_sync, "replay every tracking buffer under results/ into MLflow")
+    sp.add_argument("--uri", required=True)
+    sp.add_argument("--results", required=True)
+    sp.add_argument("--out", required=True)
+    sp = add("report-index", cmd_report_index, "write results/report.md, the index of what was produced")
+    sp.add_argument("--results", required=True)
+    sp.add_argument("--papers", nargs="+", required=True)
+    sp.add_argument("--scale", required=True)
+    sp.add_argument("--out", required=True)
+    sp = add("where", cmd_where, "print where a run's outputs are")
+    sp.add_argument("--results", default="results")
+    sp = add("validate", cmd_validate, "validate the configs")
+    sp.add_argument("--config", default="config/config.yaml")
+    sp.add_argument("--root", default=".")
+    sp.add_argument("--scale", choices=("tiny", "cpu", "paper"))
+
+    args = p.parse_args(argv)
+    args.fn(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,291 @@
+"""Loading, validating and expanding configs into leaves and cells.
+
+Vocabulary (DESIGN.md):
+- a **leaf** is one (paper, experiment, variant, sweep point, seed); it owns one output directory,
+  one canonical config (sorted JSON) with its hash, and one MLflow run;
+- a **cell** is the group of leaves one job runs; its size is a per-scale config value, so the rules,
+  wildcards and file layout are the same at every scale.
+
+Every error names the file, the key path and what was expected, and is raised before any job runs.
+"""
+from __future__ import annotations
+
+import copy
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from .io import config_hash
+
+SCALES = ("tiny", "cpu", "paper")
+SCHEMA_DIR_DEFAULT = Path(__file__).resolve().parents[2] / "workflow" / "schemas"
+
+
+class ConfigError(ValueError):
+    """A config problem, reported as '<file>: <key.path>: <what was expected>'."""
+
+    def __init__(self, file: str | Path, keypath: str, message: str):
+        self.file, self.keypath, self.message = str(file), keypath, message
+        super().__init__(f"{file}: {keypath or '<top>'}: {message}")
+
+
+# ----------------------------------------------------------------------------- YAML + schema
+
+def load_yaml(path: str | Path) -> Any:
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(path, "", "file does not exist")
+    try:
+        with open(path) as f:
+            return yaml.safe_load(f)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
+        raise ConfigError(path, "", f"malformed YAML at {where}: {getattr(e, 'problem', e)}") from None
+
+
+def _keypath(parts: Iterable[Any]) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def validate(instance: Any, schema: dict, file: str | Path, prefix: str = "") -> None:
+    """Validate against a JSON schema; raise ConfigError for the most relevant error."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(instance), key=lambda e: (len(list(e.absolute_path)), str(e.message)))
+    if not errors:
+        return
+    err = jsonschema.exceptions.best_match(errors)
+    path = _keypath(list(err.absolute_path))
+    if prefix:
+        path = f"{prefix}.{path}" if path else prefix
+    expected = err.message
+    if err.validator == "additionalProperties":
+        allowed = sorted(err.schema.get("properties", {}))
+        expected = f"{err.message}; allowed keys: {', '.join(allowed)}"
+    elif err.validator == "type":
+        expected = f"expected {err.validator_value}, got {type(err.instance).__name__} {err.instance!r}"
+    raise ConfigError(file, path, expected)
+
+
+def load_schema(name: str, schema_dir: Path | None = None) -> dict:
+    return load_yaml((schema_dir or SCHEMA_DIR_DEFAULT) / f"{name}.schema.yaml")
+
+
+# ----------------------------------------------------------------------------- merging
+
+def deep_merge(base: dict, over: dict | None) -> dict:
+    out = copy.deepcopy(base)
+    for k, v in (over or {}).items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def set_path(d: dict, dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    for k in keys[:-1]:
+        d = d.setdefault(k, {})
+    d[keys[-1]] = value
+
+
+def get_path(d: dict, dotted: str, default: Any = None) -> Any:
+    for k in dotted.split("."):
+        if not isinstance(d, dict) or k not in d:
+            return default
+        d = d[k]
+    return d
+
+
+# ----------------------------------------------------------------------------- leaves and cells
+
+@dataclass(frozen=True)
+class Leaf:
+    paper: str
+    experiment: str
+    variant: str
+    point: str  # e.g. "H3" (sweep name + value) or "-" when the experiment has no sweep
+    seed: int
+    config: dict  # the full canonical config of this leaf
+
+    @property
+    def id(self) -> str:
+        return f"{self.variant}/{self.point}/seed{self.seed}"
+
+    @property
+    def hash(self) -> str:
+        return config_hash(self.config)
+
+    def out_dir(self, results: str | Path) -> Path:
+        return Path(results) / self.paper / self.experiment / self.variant / self.point / f"seed{self.seed}"
+
+
+def leaf_config(exp: dict, variant: str, scale: str) -> dict:
+    """The experiment's base, then the variant, then the scale's and the variant's per-scale overrides."""
+    base = {k: exp.get("base", {}).get(k, {}) for k in ("task", "model", "train", "eval")}
+    vspec = exp["variants"][variant] or {}
+    cfg = deep_merge(base, {k: v for k, v in vspec.items() if k != "scales"})
+    cfg = deep_merge(cfg, exp["scales"][scale].get("set", {}))
+    cfg = deep_merge(cfg, (vspec.get("scales") or {}).get(scale, {}))
+    return cfg
+
+
+def expand_leaves(paper: str, paper_cfg: dict, scale: str) -> list[Leaf]:
+    leaves = []
+    for exp_name, exp in paper_cfg.get("experiments", {}).items():
+        sc = exp["scales"][scale]
+        sweep = exp.get("sweep")
+        for variant in exp["variants"]:
+            vcfg = leaf_config(exp, variant, scale)
+            points = [("-", None)]
+            if sweep:
+                values = sc.get("sweep_values", sweep["values"])
+                points = [(f"{sweep['name']}{v}", v) for v in values]
+            for point, value in points:
+                for seed in sc["seeds"]:
+                    cfg = copy.deepcopy(vcfg)
+                    if sweep:
+                        set_path(cfg, sweep["path"], value)
+                    cfg.update(paper=paper, experiment=exp_name, variant=variant, point=point, seed=seed,
+                               sweep_value=value)
+                    leaves.append(Leaf(paper, exp_name, variant, point, seed, cfg))
+    return leaves
+
+
+def expand_cells(paper: str, paper_cfg: dict, scale: str) -> dict[tuple[str, str], list[Leaf]]:
+    """{(experiment, cell_id): [leaves]}; cells never mix variants; cell ids look like 'k4-0'."""
+    cells: dict[tuple[str, str], list[Leaf]] = {}
+    by_variant: dict[tuple[str, str], list[Leaf]] = {}
+    for leaf in expand_leaves(paper, paper_cfg, scale):
+        by_variant.setdefault((leaf.experiment, leaf.variant), []).append(leaf)
+    for (exp_name, variant), leaves in by_variant.items():
+        size = paper_cfg["experiments"][exp_name]["scales"][scale]["cell_size"]
+        for i in range(0, len(leaves), size):
+            cells[(exp_name, f"{variant}-{i // size}")] = leaves[i:i + size]
+    return cells
+
+
+def cell_run_config(paper: str, experiment: str, cell: str, leaves: list[Leaf], scale: str, globals_: dict) -> dict:
+    """The run-config file a cell's jobs read: every leaf's canonical config and hash."""
+    return {
+        "paper": paper,
+        "experiment": experiment,
+        "cell": cell,
+        "scale": scale,
+        "results": globals_["results"],
+        "tracking": globals_["tracking"],
+        "leaves": [{"id": l.id, "hash": l.hash, "out_dir": str(l.out_dir(globals_["results"])), "config": l.config}
+                   for l in leaves],
+    }
+
+
+# ----------------------------------------------------------------------------- the whole config
+
+def component_params(obj: Any) -> dict:
+    """Parameter schema of a registered component: its own ``config_schema`` or its signature."""
+    schema = getattr(obj, "config_schema", None)
+    if schema is not None:
+        return schema
+    sig = inspect.signature(obj)
+    return {"type": "object", "additionalProperties": False,
+            "properties": {p: {} for p in sig.parameters if p not in ("self",)}}
+
+
+def _validate_component_blocks(paper_file: Path, exp_name: str, exp: dict) -> None:
+    from . import registry
+
+    def blocks():
+        yield "base", exp.get("base", {})
+        for v, vspec in exp.get("variants", {}).items():
+            yield f"variants.{v}", vspec or {}
+            for s, sset in ((vspec or {}).get("scales") or {}).items():
+                yield f"variants.{v}.scales.{s}", sset
+        for s, sc in exp.get("scales", {}).items():
+            yield f"scales.{s}.set", sc.get("set", {})
+
+    base = exp.get("base", {})
+    task_name = get_path(base, "task.name")
+    model_name = get_path(base, "model.name")
+    mixer_name = get_path(base, "model.mixer.name")
+    prefix = f"experiments.{exp_name}"
+    try:
+        task_cls = registry.get_task(task_name)
+    except registry.UnknownName as e:
+        raise ConfigError(paper_file, f"{prefix}.base.task.name", str(e)) from None
+    try:
+        model_cls = registry.get_model(model_name)
+    except registry.UnknownName as e:
+        raise ConfigError(paper_file, f"{prefix}.base.model.name", str(e)) from None
+    mixer_cls = None
+    if mixer_name is not None:
+        try:
+            mixer_cls = registry.get_mixer(mixer_name)
+        except registry.UnknownName as e:
+            raise ConfigError(paper_file, f"{prefix}.base.model.mixer.name", str(e)) from None
+    for where, block in blocks():
+        if "task" in block:
+            validate(_without_name(block["task"]), _partial(component_params(task_cls)), paper_file,
+                     f"{prefix}.{where}.task")
+        if "model" in block:
+            m = dict(block["model"])
+            mixer = m.pop("mixer", None)
+            validate(_without_name(m), _partial(component_params(model_cls)), paper_file, f"{prefix}.{where}.model")
+            if isinstance(mixer, dict) and mixer_cls is not None:
+                validate(_without_name(mixer), _partial(component_params(mixer_cls)), paper_file,
+                         f"{prefix}.{where}.model.mixer")
+
+
+def _without_name(block: dict) -> dict:
+    if not isinstance(block, dict):
+        return block
+    return {k: v for k, v in block.items() if k != "name"}
+
+
+def _partial(schema: dict) -> dict:
+    s = dict(schema)
+    s.pop("required", None)
+    return s
+
+
+def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> dict:
+    path = Path(path)
+    cfg = load_yaml(path)
+    validate(cfg, load_schema("paper", schema_dir), path)
+    for exp_name, exp in cfg.get("experiments", {}).items():
+        if scale not in exp["scales"]:
+            raise ConfigError(path, f"experiments.{exp_name}.scales",
+                              f"no settings for scale {scale!r} (has: {', '.join(exp['scales'])})")
+        if exp.get("sweep") is None and any("sweep_values" in s for s in exp["scales"].values()):
+            raise ConfigError(path, f"experiments.{exp_name}.scales", "sweep_values given but the experiment has no sweep")
+        _validate_component_blocks(path, exp_name, exp)
+    return cfg
+
+
+def load_all(config: dict, root: str | Path = ".", config_file: str = "config/config.yaml",
+             schema_dir: Path | None = None) -> dict:
+    """Validate the global config (as Snakemake merged it) and load each paper's config.
+
+    Returns {"globals": config, "papers": {paper: paper_cfg}}.
+    """
+    root = Path(root)
+    validate(config, load_schema("config", schema_dir), config_file)
+    if config["dispatch"] == "submitit" and str(config["tracking"]["uri"]).startswith("sqlite") \
+            and not config["tracking"].get("results_on_local_disk", False):
+        raise ConfigError(config_file, "tracking.uri",
+                          "SQLite tracking with SLURM dispatch is unsafe on a network filesystem; use an "
+                          "http(s) MLflow server, or set tracking.results_on_local_disk: true on a one-node cluster")
+    papers = {}
+    for p in config["papers"]:
+        papers[p] = load_paper(root / "config" / "papers" / f"{p}.yaml", config["scale"], schema_dir)
+        if papers[p]["paper"] != p:
+            raise ConfigError(root / "config" / "papers" / f"{p}.yaml", "paper", f"expected {p!r}, got {papers[p]['paper']!r}")
+    return {"globals": config, "papers": papers}

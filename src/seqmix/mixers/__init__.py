@@ -1,0 +1,1 @@
+"""Sequence mixers (nn.Modules), one file per family, registered by name."""

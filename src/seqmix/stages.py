@@ -1,0 +1,118 @@
+"""The step functions rules run, one per stage, each over a cell of leaves.
+
+Every stage:
+- skips a leaf whose completion marker carries the leaf's config hash (a half-written leaf, with no
+  marker or one of another config, is rebuilt; training resumes from its checkpoint),
+- writes its per-leaf files atomically, the marker last,
+- buffers MLflow records per leaf and ingests them at the end of the job,
+- writes the cell's summary (the rule's output) last, with the job's timing.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from . import tracking
+from .io import read_json, write_json
+
+log = logging.getLogger("seqmix.stages")
+
+
+def _leaf_tags(run: dict, leaf: dict, rule: str) -> dict:
+    cfg = leaf["config"]
+    return tracking.run_tags(rule=rule, paper=run["paper"], experiment=run["experiment"], cell=run["cell"],
+                             variant=cfg["variant"], point=cfg["point"], seed=cfg["seed"], scale=run["scale"],
+                             config_hash=leaf["hash"])
+
+
+def _done(marker: Path, leaf_hash: str) -> bool:
+    if not marker.exists():
+        return False
+    try:
+        return read_json(marker).get("hash") == leaf_hash
+    except (ValueError, OSError):
+        return False
+
+
+def train_cell(run: dict, rank: int = 0) -> dict:
+    import torch
+
+    from .ops.backends import backend_tag
+    from .training.loop import build, train
+
+    uri = tracking.resolve_uri(run["tracking"]["uri"])
+    buffers, summary = [], []
+    n = len(run["leaves"])
+    for i, leaf in enumerate(run["leaves"], 1):
+        out, cfg = Path(leaf["out_dir"]), leaf["config"]
+        marker = out / "train.done.json"
+        if _done(marker, leaf["hash"]):
+            log.info("[%d/%d] %s: already trained", i, n, leaf["id"])
+            summary.append(read_json(marker))
+            buffers.append(out / "tracking-train.jsonl")
+            continue
+        log.info("[%d/%d] %s: training (%d steps)", i, n, leaf["id"], cfg["train"]["steps"])
+        _, model = build(cfg)
+        tags = _leaf_tags(run, leaf, "train")
+        tags["backend"] = backend_tag(model)
+        params = tracking.flatten({k: v for k, v in cfg.items() if k in ("task", "model", "train", "eval")})
+        params.update(seed=cfg["seed"], variant=cfg["variant"], point=cfg["point"])
+        live = tracking.LiveRun(uri, run["paper"], f"train/{leaf['id']}", tags, params, leaf["hash"] + ".train") \
+            if tracking.is_live(uri) else None
+        result = train(cfg, out, leaf["hash"], rank=rank, on_log=live.log if live else None)
+        hist = result["history"]
+        write_json(out / "history.json", hist)
+        metrics = {name: list(zip(hist["step"], hist[name])) for name in hist if name != "step"}
+        rec = tracking.buffer_record(key=leaf["hash"] + ".train", experiment=run["paper"], run_name=f"train/{leaf['id']}",
+                                     tags=tags, params=params, metrics=metrics)
+        tracking.write_buffer(out / "tracking-train.jsonl", [rec])
+        if live:
+            live.end(rec["fingerprint"])
+        done = {"id": leaf["id"], "hash": leaf["hash"], "steps": result["steps"], "resumed_from": result["resumed_from"],
+                "seconds": result["seconds"], "final_train_loss": hist["train_loss"][-1] if hist["train_loss"] else None,
+                "torch_threads": torch.get_num_threads()}
+        write_json(marker, done)
+        summary.append(done)
+        buffers.append(out / "tracking-train.jsonl")
+        log.info("[%d/%d] %s: done in %.1f s (final train loss %.3g)", i, n, leaf["id"], result["seconds"],
+                 done["final_train_loss"] or float("nan"))
+    tracking.ingest(buffers, uri, run["results"])
+    return {"leaves": summary}
+
+
+def evaluate_cell(run: dict) -> dict:
+    from .training.loop import load_trained
+
+    uri = tracking.resolve_uri(run["tracking"]["uri"])
+    buffers, summary = [], []
+    for leaf in run["leaves"]:
+        out, cfg = Path(leaf["out_dir"]), leaf["config"]
+        marker = out / "metrics.json"
+        if not _done(marker, leaf["hash"]):
+            if not _done(out / "train.done.json", leaf["hash"]):
+                raise RuntimeError(f"{leaf['id']}: not trained for this config (no matching {out / 'train.done.json'})")
+            task, model = load_trained(cfg, out)
+            metrics = task.evaluate(model)
+            rec = tracking.buffer_record(key=leaf["hash"] + ".evaluate", experiment=run["paper"],
+                                         run_name=f"evaluate/{leaf['id']}", tags=_leaf_tags(run, leaf, "evaluate"),
+                                         params={}, metrics={k: [(0, v)] for k, v in metrics.items()},
+                                         parent_key=leaf["hash"] + ".train")
+            tracking.write_buffer(out / "tracking-evaluate.jsonl", [rec])
+            write_json(marker, {"id": leaf["id"], "hash": leaf["hash"], "metrics": metrics})
+            log.info("%s: %s", leaf["id"], ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()))
+        buffers.append(out / "tracking-evaluate.jsonl")
+        m = read_json(marker)
+        cfg = leaf["config"]
+        summary.append({"id": leaf["id"], "hash": leaf["hash"], "variant": cfg["variant"], "point": cfg["point"],
+                        "sweep_value": cfg.get("sweep_value"), "seed": cfg["seed"], **m["metrics"]})
+    tracking.ingest(buffers, uri, run["results"])
+    return {"leaves": summary}
+
+
+def timed(fn, startup_s: float, *args, **kwargs) -> dict:
+    """Run a stage and attach the job's timing: start-up (interpreter + imports) and work."""
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    out["timing"] = {"startup_s": round(startup_s, 3), "work_s": round(time.perf_counter() - t0, 3)}
+    return out

@@ -1,0 +1,137 @@
+"""The one training loop.
+
+Resume contract (DESIGN.md): batch ``step`` is a pure function of (seed, step, rank), so a checkpoint
+holds only model, optimizer, scheduler, step and the loss history, all loadable with
+``weights_only=True``. A run killed after checkpoint k and started again logs "resumed from step k"
+and ends bit-identical to an uninterrupted run (same thread count).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from ..io import torch_save
+from ..models import build_model
+from ..registry import get_task
+from .optim import build_optimizer, build_scheduler
+
+log = logging.getLogger("seqmix.train")
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+class NonFiniteError(FloatingPointError):
+    """A NaN/Inf appeared; the message names the step and the tensor."""
+
+
+def build_task(cfg: dict):
+    task_cfg = dict(cfg["task"])
+    cls = get_task(task_cfg.pop("name"))
+    return cls(dtype=DTYPES[cfg["train"].get("dtype", "float32")], **task_cfg)
+
+
+def build(cfg: dict):
+    """(task, model) for a leaf config; the model init is seeded by the leaf's seed alone."""
+    task = build_task(cfg)
+    torch.manual_seed(int(cfg["seed"]))
+    model = build_model(cfg["model"], task).to(DTYPES[cfg["train"].get("dtype", "float32")])
+    return task, model
+
+
+def _first_nonfinite(named: dict[str, torch.Tensor | None]) -> str | None:
+    for name, t in named.items():
+        if t is not None and not torch.isfinite(t).all():
+            return name
+    return None
+
+
+def check_finite(step: int, loss: torch.Tensor, model: torch.nn.Module, where: str) -> None:
+    if where == "loss":
+        if not torch.isfinite(loss):
+            param = _first_nonfinite(dict(model.named_parameters()))
+            extra = f"; first non-finite parameter: {param}" if param else ""
+            raise NonFiniteError(f"step {step}: tensor 'loss' is {loss.item()}{extra}")
+    else:
+        grad = _first_nonfinite({f"{n}.grad": p.grad for n, p in model.named_parameters()})
+        if grad:
+            raise NonFiniteError(f"step {step}: tensor '{grad}' has non-finite values")
+
+
+def train(cfg: dict, out_dir: str | Path, config_hash: str, rank: int = 0,
+          on_log: Callable[[int, dict], None] | None = None,
+          stop_after: int | None = None) -> dict:
+    """Train one leaf. Writes ``checkpoint.pt`` every ``checkpoint_every`` steps and ``model.pt`` at the end.
+
+    Returns {"history": {"step": [...], "train_loss": [...], "lr": [...]}, "steps": int, "resumed_from": int | None,
+    "seconds": float}. ``on_log(step, metrics)`` is called at every logged step (live tracking).
+    ``stop_after`` ends early after that many steps (tests use it; a normal run never sets it).
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tcfg = cfg["train"]
+    steps, batch = tcfg["steps"], tcfg["batch"]
+    ckpt_every = tcfg.get("checkpoint_every", steps)
+    log_every = tcfg.get("log_every", max(1, steps // 20))
+    seed = int(cfg["seed"])
+
+    task, model = build(cfg)
+    opt = build_optimizer(model.parameters(), tcfg)
+    sched = build_scheduler(opt, tcfg)
+    history: dict[str, list] = {"step": [], "train_loss": [], "lr": []}
+    start, resumed_from = 0, None
+
+    ckpt_path = out / "checkpoint.pt"
+    if ckpt_path.exists():
+        ckpt = torch.load(ckpt_path, weights_only=True, map_location="cpu")
+        if ckpt.get("config_hash") == config_hash:
+            model.load_state_dict(ckpt["model"])
+            opt.load_state_dict(ckpt["optimizer"])
+            sched.load_state_dict(ckpt["scheduler"])
+            history = ckpt["history"]
+            start = resumed_from = int(ckpt["step"])
+            log.info("%s: resumed from step %d", out, start)
+        else:
+            log.info("%s: checkpoint belongs to another config (%s); starting afresh", out, ckpt.get("config_hash"))
+
+    t0 = time.perf_counter()
+    model.train()
+    for step in range(start, steps):
+        if stop_after is not None and step >= stop_after:
+            break
+        x, y = task.batch(seed, step, rank, batch)
+        loss = task.loss(model(x), y)
+        check_finite(step, loss, model, "loss")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        check_finite(step, loss, model, "grad")
+        if tcfg.get("grad_clip"):
+            torch.nn.utils.clip_grad_norm_(model.parameters(), tcfg["grad_clip"])
+        opt.step()
+        sched.step()
+        done = step + 1
+        if done % log_every == 0 or done == steps:
+            history["step"].append(done)
+            row = {"train_loss": float(loss.item()), "lr": float(sched.get_last_lr()[0])}
+            for name, value in row.items():
+                history[name].append(value)
+            if on_log:
+                on_log(done, row)
+        if done % ckpt_every == 0 or done == steps:
+            torch_save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                        "scheduler": sched.state_dict(), "step": done, "history": history,
+                        "config_hash": config_hash}, ckpt_path)
+    torch_save(model.state_dict(), out / "model.pt")
+    return {"history": history, "steps": steps, "resumed_from": resumed_from,
+            "seconds": time.perf_counter() - t0}
+
+
+def load_trained(cfg: dict, out_dir: str | Path):
+    """(task, model) with the trained weights of a finished leaf."""
+    task, model = build(cfg)
+    model.load_state_dict(torch.load(Path(out_dir) / "model.pt", weights_only=True, map_location="cpu"))
+    model.eval()
+    return task, model

@@ -1,0 +1,94 @@
+# Targets, path helpers and the run-config rule shared by every paper.
+# Configs are validated against workflow/schemas/ here, before any job: a bad key or value stops the
+# run with the file, the key path and what was expected.
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))  # the library, also without an install
+
+from seqmix.config import ConfigError, expand_cells, leaf_config, load_all, cell_run_config
+from seqmix.io import canonical_json
+
+try:
+    SEQMIX = load_all(config, workflow.basedir)
+except ConfigError as e:
+    raise WorkflowError(f"config error: {e}")
+
+SCALE = config["scale"]
+RESULTS = config["results"]
+PAPERS = SEQMIX["papers"]
+CELLS = {p: expand_cells(p, cfg, SCALE) for p, cfg in PAPERS.items()}
+
+if os.environ.get("SEQMIX_SHOW_SETTINGS"):
+    # for tests and the curious: what the profiles resolved to
+    print(f"seqmix-settings scale={SCALE} cores={workflow.resource_settings.cores} "
+          f"executor={getattr(workflow.executor_plugin, 'name', None)} papers={','.join(PAPERS)}", file=sys.stderr)
+
+
+wildcard_constraints:
+    paper="|".join(PAPERS),
+    experiment=r"[A-Za-z0-9_]+",
+    cell=r"[A-Za-z][A-Za-z0-9_]*-[0-9]+",
+
+
+def R(*parts):
+    """A path under the results root."""
+    return str(Path(RESULTS, *parts))
+
+
+def cells_of(paper, experiment):
+    return [cell for (exp, cell) in CELLS[paper] if exp == experiment]
+
+
+def cell_run_spec(paper, experiment, cell):
+    return canonical_json(cell_run_config(paper, experiment, cell, CELLS[paper][(experiment, cell)], SCALE, config))
+
+
+def paper_run_spec(paper):
+    """What paper-level rules (tables, figures, claims) read: the paper config and each variant's
+    resolved config at this scale."""
+    cfg = PAPERS[paper]
+    resolved = {e: {v: leaf_config(x, v, SCALE) for v in x["variants"]} for e, x in cfg["experiments"].items()}
+    return canonical_json({"paper": paper, "scale": SCALE, "results": RESULTS, "tracking": config["tracking"],
+                           "config": cfg, "resolved": resolved})
+
+
+def run_spec(wildcards):
+    if wildcards.name == "paper":
+        return paper_run_spec(wildcards.paper)
+    experiment, cell = wildcards.name.split(".", 1)
+    return cell_run_spec(wildcards.paper, experiment, cell)
+
+
+def threads_of(paper, experiment):
+    return PAPERS[paper]["experiments"][experiment]["scales"][SCALE].get("threads", config["threads"])
+
+
+# The run-config file is the job's input. Snakemake's `params` rerun trigger rewrites it when the
+# config of exactly this cell (or paper) changes, so editing a hyperparameter re-runs only the cells
+# it touches.
+rule run_config:
+    output:
+        R("{paper}", "run", "{name}.json"),
+    params:
+        spec=run_spec,
+    log:
+        R("{paper}", "logs", "run_config", "{name}.log"),
+    benchmark:
+        R("{paper}", "benchmarks", "run_config", "{name}.tsv")
+    localrule: True
+    run:
+        from seqmix.io import write_json
+
+        write_json(output[0], json.loads(params.spec))
+
+
+PAPER_TARGETS = {}  # paper -> its tables, figures and claims (filled by <paper>.smk)
+
+
+def all_targets():
+    targets = [R("report.md")]
+    for p in PAPERS:
+        targets += PAPER_TARGETS[p]
+    return targets

@@ -1,0 +1,19 @@
+# The index of everything the run produced: results/report.md (the HTML report comes from
+# `snakemake --report results/report.html`, which `make reproduce` runs after the DAG).
+
+
+rule report_index:
+    input:
+        lambda w: [t for p in PAPERS for t in PAPER_TARGETS[p]],
+    output:
+        R("report.md"),
+    params:
+        papers=list(PAPERS),
+    log:
+        R("logs", "report_index.log"),
+    benchmark:
+        R("benchmarks", "report_index.tsv")
+    localrule: True
+    shell:
+        "python -m seqmix report-index --results {RESULTS:q} --papers {params.papers:q} "
+        "--scale {SCALE:q} --out {output:q} 2> {log:q}"

@@ -1,0 +1,35 @@
+# MLflow: the store and the experiments are created once, before any job (SQLite is corrupted by
+# parallel first writers). No rule takes the database as an input: its mtime changes with every write.
+
+
+rule mlflow_init:
+    output:
+        R(".mlflow", "init.json"),
+    params:
+        uri=config["tracking"]["uri"],
+        papers=list(PAPERS),
+    log:
+        R("logs", "mlflow_init.log"),
+    benchmark:
+        R("benchmarks", "mlflow_init.tsv")
+    localrule: True
+    shell:
+        "python -m seqmix mlflow-init --uri {params.uri:q} --results {RESULTS:q} "
+        "--papers {params.papers:q} --out {output:q} 2> {log:q}"
+
+
+# Replays every tracking buffer under results/ into MLflow (after an outage of the tracking server).
+# Idempotent: runs already in MLflow are skipped. Not part of `all`:
+#   snakemake --workflow-profile profiles/local --forcerun mlflow_sync -- mlflow_sync
+rule mlflow_sync:
+    output:
+        R(".mlflow", "sync.json"),
+    params:
+        uri=config["tracking"]["uri"],
+    log:
+        R("logs", "mlflow_sync.log"),
+    benchmark:
+        R("benchmarks", "mlflow_sync.tsv")
+    localrule: True
+    shell:
+        "python -m seqmix mlflow-sync --uri {params.uri:q} --results {RESULTS:q} --out {output:q} 2> {log:q}"
