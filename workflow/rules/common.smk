@@ -65,25 +65,6 @@ def threads_of(paper, experiment):
     return PAPERS[paper]["experiments"][experiment]["scales"][SCALE].get("threads", config["threads"])
 
 
-# The run-config file is the job's input. Snakemake's `params` rerun trigger rewrites it when the
-# config of exactly this cell (or paper) changes, so editing a hyperparameter re-runs only the cells
-# it touches.
-rule run_config:
-    output:
-        R("{paper}", "run", "{name}.json"),
-    params:
-        spec=run_spec,
-    log:
-        R("{paper}", "logs", "run_config", "{name}.log"),
-    benchmark:
-        R("{paper}", "benchmarks", "run_config", "{name}.tsv")
-    localrule: True
-    run:
-        from seqmix.io import write_json
-
-        write_json(output[0], json.loads(params.spec))
-
-
 PAPER_TARGETS = {}  # paper -> its tables, figures and claims (filled by <paper>.smk)
 
 
@@ -92,3 +73,13 @@ def all_targets():
     for p in PAPERS:
         targets += PAPER_TARGETS[p]
     return targets
+
+
+def claims_inputs(paper):
+    """Everything a paper's claims read: each experiment's summary and the paper's theory outputs."""
+    ins = [R(paper, e, "summary.csv") for e in PAPERS[paper]["experiments"]]
+    return ins + PAPER_CLAIM_INPUTS.get(paper, [])
+
+
+PAPER_CLAIM_INPUTS = {}  # paper -> extra inputs of its claims rule (filled by <paper>.smk)
+PAPER_ARTEFACTS = {}  # paper -> tables and figures attached to its MLflow artefacts run

@@ -7,13 +7,15 @@ rule heads_theory:
         run=R("heads", "run", "paper.json"),
     output:
         R("heads", "theory", "summary.csv"),
+    params:
+        out=lambda w, output: Path(output[0]).parent,
     log:
         R("heads", "logs", "theory.log"),
     benchmark:
         R("heads", "benchmarks", "theory.tsv")
     localrule: True
     shell:
-        "python -m seqmix artefact --run {input.run:q} --name theory --out {RESULTS:q}/heads/theory 2> {log:q}"
+        "python -m seqmix artefact --run {input.run:q} --name theory --out {params.out:q} 2> {log:q}"
 
 
 rule heads_table1:
@@ -24,13 +26,15 @@ rule heads_table1:
                   caption="../report/heads_table1.rst"),
         tex=R("heads", "tables", "table1.tex"),
         csv=R("heads", "tables", "table1.csv"),
+    params:
+        out=lambda w, output: Path(output[0]).parent,
     log:
         R("heads", "logs", "table1.log"),
     benchmark:
         R("heads", "benchmarks", "table1.tsv")
     localrule: True
     shell:
-        "python -m seqmix artefact --run {input.run:q} --name table1 --out {RESULTS:q}/heads/tables 2> {log:q}"
+        "python -m seqmix artefact --run {input.run:q} --name table1 --out {params.out:q} 2> {log:q}"
 
 
 rule heads_figure3_left:
@@ -43,13 +47,15 @@ rule heads_figure3_left:
                    caption="../report/heads_figure3_left.rst"),
         pdf=R("heads", "figures", "figure3_left.pdf"),
         csv=R("heads", "figures", "figure3_left.csv"),
+    params:
+        out=lambda w, output: Path(output[0]).parent,
     log:
         R("heads", "logs", "figure3_left.log"),
     benchmark:
         R("heads", "benchmarks", "figure3_left.tsv")
     localrule: True
     shell:
-        "python -m seqmix artefact --run {input.run:q} --name figure3_left --out {RESULTS:q}/heads/figures 2> {log:q}"
+        "python -m seqmix artefact --run {input.run:q} --name figure3_left --out {params.out:q} 2> {log:q}"
 
 
 PAPER_CLAIM_INPUTS["heads"] = rules.heads_theory.output

@@ -9,11 +9,13 @@ rule report_index:
         R("report.md"),
     params:
         papers=list(PAPERS),
+        results=lambda w, output: Path(output[0]).parent,  # the results root
+        scale=SCALE,
     log:
         R("logs", "report_index.log"),
     benchmark:
         R("benchmarks", "report_index.tsv")
     localrule: True
     shell:
-        "python -m seqmix report-index --results {RESULTS:q} --papers {params.papers:q} "
-        "--scale {SCALE:q} --out {output:q} 2> {log:q}"
+        "python -m seqmix report-index --results {params.results:q} --papers {params.papers:q} "
+        "--scale {params.scale:q} --out {output:q} 2> {log:q}"

@@ -3,6 +3,25 @@
 # The per-paper .smk files add their tables and figures and list their targets in paper_targets().
 
 
+# The run-config file is the job's input. Snakemake's `params` rerun trigger rewrites it when the
+# config of exactly this cell (or paper) changes, so editing a hyperparameter re-runs only the cells
+# it touches.
+rule run_config:
+    output:
+        R("{paper}", "run", "{name}.json"),
+    params:
+        spec=run_spec,
+    log:
+        R("{paper}", "logs", "run_config", "{name}.log"),
+    benchmark:
+        R("{paper}", "benchmarks", "run_config", "{name}.tsv")
+    localrule: True
+    run:
+        from seqmix.io import write_json
+
+        write_json(output[0], json.loads(params.spec))
+
+
 rule train:
     input:
         run=R("{paper}", "run", "{experiment}.{cell}.json"),
@@ -51,16 +70,6 @@ rule collect:
     localrule: True
     shell:
         "python -m seqmix collect --out {output:q} {input:q} 2> {log:q}"
-
-
-def claims_inputs(paper):
-    """Everything a paper's claims read: each experiment's summary and the paper's theory outputs."""
-    ins = [R(paper, e, "summary.csv") for e in PAPERS[paper]["experiments"]]
-    return ins + PAPER_CLAIM_INPUTS.get(paper, [])
-
-
-PAPER_CLAIM_INPUTS = {}  # paper -> extra inputs of its claims rule (filled by <paper>.smk)
-PAPER_ARTEFACTS = {}  # paper -> tables and figures attached to its MLflow artefacts run
 
 
 rule claims:

@@ -8,13 +8,14 @@ rule mlflow_init:
     params:
         uri=config["tracking"]["uri"],
         papers=list(PAPERS),
+        results=lambda w, output: Path(output[0]).parents[1],  # the results root
     log:
         R("logs", "mlflow_init.log"),
     benchmark:
         R("benchmarks", "mlflow_init.tsv")
     localrule: True
     shell:
-        "python -m seqmix mlflow-init --uri {params.uri:q} --results {RESULTS:q} "
+        "python -m seqmix mlflow-init --uri {params.uri:q} --results {params.results:q} "
         "--papers {params.papers:q} --out {output:q} 2> {log:q}"
 
 
@@ -26,10 +27,11 @@ rule mlflow_sync:
         R(".mlflow", "sync.json"),
     params:
         uri=config["tracking"]["uri"],
+        results=lambda w, output: Path(output[0]).parents[1],  # the results root
     log:
         R("logs", "mlflow_sync.log"),
     benchmark:
         R("benchmarks", "mlflow_sync.tsv")
     localrule: True
     shell:
-        "python -m seqmix mlflow-sync --uri {params.uri:q} --results {RESULTS:q} --out {output:q} 2> {log:q}"
+        "python -m seqmix mlflow-sync --uri {params.uri:q} --results {params.results:q} --out {output:q} 2> {log:q}"

@@ -1,0 +1,163 @@
+"""The tiny heads DAG in a temporary directory, run once per test session and shared by the tests:
+outputs, closed-form claims, MLflow runs/tags/metric counts, a no-op second run, and a hyperparameter
+change that re-runs only the cells it touches."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import ROOT
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+
+def smk(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    return subprocess.run([sys.executable, "-m", "snakemake", "--workflow-profile", "profiles/local", *args],
+                          cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="session")
+def dag(tmp_path_factory):
+    work = tmp_path_factory.mktemp("heads-dag")
+    for item in ("Snakefile", "workflow", "config", "profiles", "src"):
+        src = ROOT / item
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, work / item)
+    cfg = work / "config" / "config.yaml"
+    cfg.write_text(cfg.read_text().replace("papers: [heads]", "papers: [heads]"))
+    first = smk(work)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-5000:]
+    return {"dir": work, "first": first}
+
+
+def leaves(work: Path) -> list[dict]:
+    out = []
+    for cell in sorted((work / "results" / "heads" / "run").glob("exp1.*.json")):
+        out.extend(json.loads(cell.read_text())["leaves"])
+    return out
+
+
+def test_outputs_exist(dag):
+    r = dag["dir"] / "results"
+    for rel in ("heads/tables/table1.md", "heads/tables/table1.tex", "heads/tables/table1.csv",
+                "heads/figures/figure3_left.png", "heads/figures/figure3_left.pdf", "heads/claims.md",
+                "heads/claims.csv", "heads/exp1/summary.csv", "heads/theory/summary.csv", "report.md"):
+        assert (r / rel).stat().st_size > 0, rel
+    summary = pd.read_csv(r / "heads" / "exp1" / "summary.csv")
+    assert len(summary) == len(leaves(dag["dir"])) == 3 * 9 * 2
+    assert set(summary["variant"]) == {"k2", "k4", "k8"} and set(summary["sweep_value"]) == set(range(1, 10))
+    # no temporary files left behind by the atomic writers
+    assert not list(r.rglob(".*.tmp-*"))
+
+
+def test_closed_form_claims_hold(dag):
+    claims = pd.read_csv(dag["dir"] / "results" / "heads" / "claims.csv")
+    closed = claims[claims["source"] == "closed-form"]
+    assert len(closed) >= 7
+    assert (closed["verdict"] == "holds").all(), closed[closed["verdict"] != "holds"].to_string()
+    theory = claims[claims["id"].str.startswith("theory-")]
+    assert (theory["verdict"] == "holds").all(), theory[theory["verdict"] != "holds"].to_string()
+    assert set(claims["verdict"]) <= {"holds", "differs", "not expected at this scale", "not run"}
+    assert "not run" not in set(claims["verdict"])
+    assert (claims["scale"] == "tiny").all()
+
+
+def _db(work: Path) -> sqlite3.Connection:
+    return sqlite3.connect(work / "results" / "mlflow.db")
+
+
+def _runs(con, rule: str) -> dict[str, str]:
+    """{config_hash: run_uuid} of the active runs with tag rule=<rule>."""
+    rows = con.execute(
+        "select r.run_uuid, t2.value from runs r join tags t on t.run_uuid = r.run_uuid and t.key = 'rule' "
+        "join tags t2 on t2.run_uuid = r.run_uuid and t2.key = 'config_hash' "
+        "where t.value = ? and r.lifecycle_stage = 'active'", (rule,)).fetchall()
+    return {h: u for u, h in rows}
+
+
+def test_mlflow_one_run_per_leaf_with_tags(dag):
+    work = dag["dir"]
+    con = _db(work)
+    ls = leaves(work)
+    train = _runs(con, "train")
+    assert sorted(train) == sorted(l["hash"] for l in ls), "one training run per leaf"
+    required = {"rule", "paper", "experiment", "cell", "variant", "point", "seed", "scale", "git_sha",
+                "config_hash", "backend", "slurm_job_id"}
+    for run in train.values():
+        tags = dict(con.execute("select key, value from tags where run_uuid = ?", (run,)).fetchall())
+        assert required <= set(tags), required - set(tags)
+        assert tags["paper"] == "heads" and tags["scale"] == "tiny"
+    evaluate = _runs(con, "evaluate")
+    assert sorted(evaluate) == sorted(train)
+    for h, run in evaluate.items():
+        parent = con.execute("select value from tags where run_uuid = ? and key = 'mlflow.parentRunId'", (run,)).fetchone()
+        assert parent and parent[0] == train[h], "evaluation run points to its training run"
+    exp = con.execute("select name from experiments where experiment_id = (select experiment_id from runs where run_uuid = ?)",
+                      (next(iter(train.values())),)).fetchone()[0]
+    assert exp == "heads"
+
+
+def test_mlflow_metric_counts_equal_files(dag):
+    work = dag["dir"]
+    con = _db(work)
+    train, evaluate = _runs(con, "train"), _runs(con, "evaluate")
+    for leaf in leaves(work):
+        out = work / leaf["out_dir"] if not Path(leaf["out_dir"]).is_absolute() else Path(leaf["out_dir"])
+        hist = json.loads((out / "history.json").read_text())
+        n_file = sum(len(v) for k, v in hist.items() if k != "step")
+        n_db = con.execute("select count(*) from metrics where run_uuid = ?", (train[leaf["hash"]],)).fetchone()[0]
+        assert n_db == n_file, (leaf["id"], n_db, n_file)
+        metrics = json.loads((out / "metrics.json").read_text())["metrics"]
+        n_db = con.execute("select count(*) from metrics where run_uuid = ?", (evaluate[leaf["hash"]],)).fetchone()[0]
+        assert n_db == len(metrics)
+
+
+def test_mlflow_sync_replay_is_idempotent(dag):
+    work = dag["dir"]
+    before = _db(work).execute("select count(*) from runs").fetchone()[0]
+    r = subprocess.run([sys.executable, "-m", "seqmix", "mlflow-sync", "--uri", "sqlite:///results/mlflow.db",
+                        "--results", "results", "--out", "results/.mlflow/sync-test.json"],
+                       cwd=work, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    counts = json.loads((work / "results" / ".mlflow" / "sync-test.json").read_text())
+    assert counts["created"] == 0 and counts["skipped"] == counts["buffers"]
+    assert _db(work).execute("select count(*) from runs").fetchone()[0] == before
+
+
+def test_second_run_is_noop(dag):
+    r = smk(dag["dir"])
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "Nothing to be done" in r.stdout + r.stderr
+
+
+def test_hyperparameter_change_reruns_only_its_cells(dag):
+    work = dag["dir"]
+    paper = work / "config" / "papers" / "heads.yaml"
+    text = paper.read_text()
+    assert "      k4:\n        task:\n          k: 4\n" in text
+    paper.write_text(text.replace("      k4:\n        task:\n          k: 4\n",
+                                  "      k4:\n        task:\n          k: 4\n        train:\n          lr: 0.02\n"))
+    try:
+        dry = smk(work, "-n")
+        assert dry.returncode == 0, dry.stderr[-3000:]
+        out = dry.stdout + dry.stderr
+        trained = set(re.findall(r"rule train:\n(?:.*\n)*?\s+wildcards: paper=heads, experiment=exp1, cell=(\S+)", out))
+        assert trained == {"k4-0"}, trained
+        before = {c: (work / "results/heads/exp1/cells" / f"{c}.train.json").stat().st_mtime_ns for c in ("k2-0", "k8-0")}
+        run = smk(work)
+        assert run.returncode == 0, run.stderr[-3000:]
+        after = {c: (work / "results/heads/exp1/cells" / f"{c}.train.json").stat().st_mtime_ns for c in ("k2-0", "k8-0")}
+        assert before == after, "cells that do not use the changed hyperparameter were re-run"
+        k4 = json.loads((work / "results/heads/run/exp1.k4-0.json").read_text())
+        assert all(l["config"]["train"]["lr"] == 0.02 for l in k4["leaves"])
+    finally:
+        paper.write_text(text)
