@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 _T_IMPORT = time.time()
+_STARTUP: float | None = None  # process age when the work began (interpreter + torch import)
 
 
 def process_age_s() -> float:
@@ -37,6 +38,8 @@ def _setup(threads: int) -> None:
 
     torch.set_num_threads(threads)
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+    global _STARTUP
+    _STARTUP = process_age_s()
 
 
 def _cell_stage(args, stage: str) -> None:
@@ -235,6 +238,10 @@ def main(argv: list[str] | None = None) -> None:
 
     args = p.parse_args(argv)
     args.fn(args)
+    if _STARTUP is not None:
+        # one line per job that benchmarks/dag_timing.py reads from the rule logs
+        logging.getLogger("seqmix.timing").info("seqmix-timing cmd=%s startup_s=%.3f work_s=%.3f", args.cmd,
+                                                _STARTUP, process_age_s() - _STARTUP)
 
 
 if __name__ == "__main__":

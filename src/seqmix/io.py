@@ -26,10 +26,10 @@ def config_hash(obj: Any, length: int = 12) -> str:
 
 
 def _jsonable(x: Any) -> Any:
-    if hasattr(x, "item"):  # numpy / torch scalars
-        return x.item()
-    if hasattr(x, "tolist"):
+    if hasattr(x, "tolist"):  # numpy / torch scalars and arrays (.item() fails on arrays)
         return x.tolist()
+    if hasattr(x, "item"):
+        return x.item()
     if isinstance(x, Path):
         return str(x)
     raise TypeError(f"not JSON-serialisable: {type(x).__name__}")
@@ -45,6 +45,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
     os.close(fd)
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the final file the usual umask mode
     tmp = Path(tmp)
     try:
         yield tmp
@@ -54,6 +55,12 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             tmp.unlink()
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_text(path: str | os.PathLike, text: str) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(text)
@@ -61,7 +68,8 @@ def write_text(path: str | os.PathLike, text: str) -> None:
 
 def write_json(path: str | os.PathLike, obj: Any, indent: int | None = 2) -> None:
     """Atomically write JSON with sorted keys. Non-finite floats are written as null."""
-    write_text(path, json.dumps(_finite(obj), sort_keys=True, indent=indent, default=_jsonable) + "\n")
+    write_text(path, json.dumps(_finite(obj), sort_keys=True, indent=indent,
+                                default=lambda x: _finite(_jsonable(x))) + "\n")
 
 
 def _finite(obj: Any) -> Any:

@@ -22,10 +22,10 @@ def build_optimizer(params, cfg: dict) -> torch.optim.Optimizer:
 
 def lr_factor(step: int, total: int, schedule: str, warmup: int = 0) -> float:
     """Multiplier of the base lr after ``step`` optimizer steps (cosine decays to 0 at ``total``)."""
-    if schedule == "constant":
-        return 1.0
     if warmup and step < warmup:
         return (step + 1) / warmup
+    if schedule == "constant":
+        return 1.0
     if schedule in ("cosine", "warmup_cosine"):
         progress = min(1.0, (step - warmup) / max(1, total - warmup))
         return 0.5 * (1.0 + math.cos(math.pi * progress))
