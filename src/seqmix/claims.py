@@ -186,10 +186,15 @@ def evaluate_claims(claims: list[dict], results_dir: Path, scale: str) -> list[C
     return [evaluate_claim(c, results_dir, scale) for c in claims]
 
 
+COLUMNS = ("id", "source", "artefact", "statement", "paper_value", "our_value", "check", "scale", "verdict", "detail")
+
+
 def to_frame(results: list[ClaimResult], scale: str) -> pd.DataFrame:
+    # explicit columns: a paper without claims still gets a claims.csv with a header (report/index.py reads it)
     return pd.DataFrame([{"id": r.id, "source": r.source, "artefact": r.artefact, "statement": r.statement,
                           "paper_value": _fmt(r.reported), "our_value": _fmt(r.ours), "check": r.check,
-                          "scale": scale, "verdict": r.verdict, "detail": r.detail} for r in results])
+                          "scale": scale, "verdict": r.verdict, "detail": r.detail} for r in results],
+                        columns=list(COLUMNS))
 
 
 def write_claims(results: list[ClaimResult], md_path: Path, csv_path: Path, paper: str, scale: str) -> None:
@@ -197,7 +202,7 @@ def write_claims(results: list[ClaimResult], md_path: Path, csv_path: Path, pape
 
     df = to_frame(results, scale)
     write_text(csv_path, df.to_csv(index=False))
-    counts = {v: int((df["verdict"] == v).sum()) for v in VERDICTS} if len(df) else {}
+    counts = {v: int((df["verdict"] == v).sum()) for v in VERDICTS}
     lines = [f"# Claims of `{paper}` at scale `{scale}`", "",
              "Each row: a number or statement (source: the paper itself, a value the spec derived — never the "
              "paper's — or a closed-form identity), our value, the check and its verdict.", "",

@@ -62,17 +62,53 @@ def validate(instance: Any, schema: dict, file: str | Path, prefix: str = "") ->
     errors = sorted(validator.iter_errors(instance), key=lambda e: (len(list(e.absolute_path)), str(e.message)))
     if not errors:
         return
-    err = jsonschema.exceptions.best_match(errors)
-    path = _keypath(list(err.absolute_path))
+    err = _pick_alternative(jsonschema.exceptions.best_match(errors))
+    parts = list(err.absolute_path)
+    expected = err.message
+    disc = _discriminator(err) if err.validator == "oneOf" else None
+    if disc is not None:
+        # e.g. a claim check whose `kind` names no known alternative
+        key, values = disc
+        got = err.instance.get(key) if isinstance(err.instance, dict) else err.instance
+        parts.append(key)
+        expected = f"expected one of {', '.join(map(repr, values))}, got {got!r}"
+    path = _keypath(parts)
     if prefix:
         path = f"{prefix}.{path}" if path else prefix
-    expected = err.message
     if err.validator == "additionalProperties":
         allowed = sorted(err.schema.get("properties", {}))
         expected = f"{err.message}; allowed keys: {', '.join(allowed)}"
     elif err.validator == "type":
         expected = f"expected {err.validator_value}, got {type(err.instance).__name__} {err.instance!r}"
     raise ConfigError(file, path, expected)
+
+
+def _discriminator(err: Any) -> tuple[str, list] | None:
+    """The key whose ``const`` tells a oneOf's alternatives apart (a claim check's ``kind``), and its values."""
+    consts = []
+    for alt in err.validator_value:
+        props = alt.get("properties", {}) if isinstance(alt, dict) else {}
+        consts.append(next(((k, p["const"]) for k, p in props.items() if isinstance(p, dict) and "const" in p), None))
+    if not consts or None in consts or len({k for k, _ in consts}) != 1:
+        return None
+    return consts[0][0], [v for _, v in consts]
+
+
+def _pick_alternative(err: Any) -> Any:
+    """A oneOf error is opaque ('... is not valid under any of the given schemas'); when the alternatives
+    are told apart by a const key and the instance names one, report that alternative's own error."""
+    import jsonschema
+
+    while err.validator == "oneOf" and isinstance(err.instance, dict) and err.context:
+        disc = _discriminator(err)
+        if disc is None or err.instance.get(disc[0]) not in disc[1]:
+            break
+        idx = disc[1].index(err.instance[disc[0]])
+        sub = [e for e in err.context if e.relative_schema_path and e.relative_schema_path[0] == idx]
+        if not sub:
+            break
+        err = jsonschema.exceptions.best_match(sub)
+    return err
 
 
 def load_schema(name: str, schema_dir: Path | None = None) -> dict:
@@ -203,45 +239,40 @@ def component_params(obj: Any) -> dict:
 def _validate_component_blocks(paper_file: Path, exp_name: str, exp: dict) -> None:
     from . import registry
 
-    def blocks():
-        yield "base", exp.get("base", {})
-        for v, vspec in exp.get("variants", {}).items():
-            yield f"variants.{v}", vspec or {}
-            for s, sset in ((vspec or {}).get("scales") or {}).items():
-                yield f"variants.{v}.scales.{s}", sset
-        for s, sc in exp.get("scales", {}).items():
-            yield f"scales.{s}.set", sc.get("set", {})
-
-    base = exp.get("base", {})
-    task_name = get_path(base, "task.name")
-    model_name = get_path(base, "model.name")
-    mixer_name = get_path(base, "model.mixer.name")
     prefix = f"experiments.{exp_name}"
-    try:
-        task_cls = registry.get_task(task_name)
-    except registry.UnknownName as e:
-        raise ConfigError(paper_file, f"{prefix}.base.task.name", str(e)) from None
-    try:
-        model_cls = registry.get_model(model_name)
-    except registry.UnknownName as e:
-        raise ConfigError(paper_file, f"{prefix}.base.model.name", str(e)) from None
-    mixer_cls = None
-    if mixer_name is not None:
-        try:
-            mixer_cls = registry.get_mixer(mixer_name)
-        except registry.UnknownName as e:
-            raise ConfigError(paper_file, f"{prefix}.base.model.mixer.name", str(e)) from None
-    for where, block in blocks():
+
+    def check(where: str, block: dict, classes: dict) -> dict:
+        """Resolve the components this block names (a variant may name its own task, model or mixer) and
+        validate its parameters against them; returns the classes in force below this block."""
+        classes = dict(classes)
+        names = {"task": get_path(block, "task.name"), "model": get_path(block, "model.name"),
+                 "mixer": get_path(block, "model.mixer.name")}
+        for kind, keypath in (("task", "task.name"), ("model", "model.name"), ("mixer", "model.mixer.name")):
+            if names[kind] is not None:
+                try:
+                    classes[kind] = registry.get(kind, names[kind])
+                except registry.UnknownName as e:
+                    raise ConfigError(paper_file, f"{prefix}.{where}.{keypath}", str(e)) from None
         if "task" in block:
-            validate(_without_name(block["task"]), _partial(component_params(task_cls)), paper_file,
+            validate(_without_name(block["task"]), _partial(component_params(classes["task"])), paper_file,
                      f"{prefix}.{where}.task")
         if "model" in block:
             m = dict(block["model"])
             mixer = m.pop("mixer", None)
-            validate(_without_name(m), _partial(component_params(model_cls)), paper_file, f"{prefix}.{where}.model")
-            if isinstance(mixer, dict) and mixer_cls is not None:
-                validate(_without_name(mixer), _partial(component_params(mixer_cls)), paper_file,
+            validate(_without_name(m), _partial(component_params(classes["model"])), paper_file,
+                     f"{prefix}.{where}.model")
+            if isinstance(mixer, dict) and classes.get("mixer") is not None:
+                validate(_without_name(mixer), _partial(component_params(classes["mixer"])), paper_file,
                          f"{prefix}.{where}.model.mixer")
+        return classes
+
+    base = check("base", exp.get("base", {}), {"mixer": None})
+    for v, vspec in exp.get("variants", {}).items():
+        own = check(f"variants.{v}", vspec or {}, base)
+        for s, sset in ((vspec or {}).get("scales") or {}).items():
+            check(f"variants.{v}.scales.{s}", sset, own)
+    for s, sc in exp.get("scales", {}).items():
+        check(f"scales.{s}.set", sc.get("set", {}), base)
 
 
 def _without_name(block: dict) -> dict:
@@ -267,7 +298,26 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
         if exp.get("sweep") is None and any("sweep_values" in s for s in exp["scales"].values()):
             raise ConfigError(path, f"experiments.{exp_name}.scales", "sweep_values given but the experiment has no sweep")
         _validate_component_blocks(path, exp_name, exp)
+    for i, claim in enumerate(cfg.get("claims", [])):
+        _validate_claim(path, f"claims[{i}]", claim)
     return cfg
+
+
+def _validate_claim(path: Path, where: str, claim: dict) -> None:
+    """What the schema cannot say about a claim, and the claims engine would otherwise find only after
+    every job has run: series checks need a series (``ours.over``), scalar checks a scalar, and a
+    ``within`` check without lo/hi/target compares to the reported value, which must then be a number."""
+    kind, over = claim["check"]["kind"], claim["ours"].get("over")
+    if kind in ("ordering", "slope") and not over:
+        raise ConfigError(path, f"{where}.ours.over", f"check kind {kind!r} needs a series: set ours.over to a column")
+    if kind in ("within", "threshold") and over:
+        raise ConfigError(path, f"{where}.ours.over", f"check kind {kind!r} needs one value: remove ours.over")
+    if kind == "within" and not {"lo", "hi", "target"} & set(claim["check"]):
+        rep = claim.get("reported")
+        rep = rep[0] if isinstance(rep, list) and rep else rep
+        if isinstance(rep, bool) or not isinstance(rep, (int, float)):
+            raise ConfigError(path, f"{where}.check", "within needs lo/hi, a target, or a numeric reported value "
+                              f"(reported is {claim.get('reported')!r})")
 
 
 def load_all(config: dict, root: str | Path = ".", config_file: str = "config/config.yaml",

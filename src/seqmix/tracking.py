@@ -73,6 +73,20 @@ def exclusive(path: Path, timeout_s: float = 600.0) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def reachable(uri: str, timeout_s: float = 5.0) -> bool:
+    """Whether an http(s) tracking server answers its health check. Probed once before use, because
+    MLflow's own client retries a dead server with backoff for minutes."""
+    if not is_live(uri):
+        return True
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout_s) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
 def _client(uri: str):
     import mlflow  # noqa: F401  (configures logging once)
     from mlflow.tracking import MlflowClient
@@ -195,6 +209,9 @@ def ingest(buffers: Iterable[str | Path], uri: str, results: str | Path) -> dict
     """Ingest buffer files; a tracking failure is logged and returns None (the DAG never fails on it)."""
     if uri == "none":
         return None
+    if not reachable(uri):
+        log.warning("mlflow server %s unreachable; the files are kept, run the mlflow_sync rule later", uri)
+        return None
     try:
         records = [r for b in buffers for r in read_buffer(b)]
         counts = ingest_records(records, uri, results)
@@ -211,6 +228,9 @@ class LiveRun:
 
     def __init__(self, uri: str, experiment: str, run_name: str, tags: dict, params: dict, key: str):
         self.client, self.run_id = None, None
+        if not reachable(uri):
+            log.warning("mlflow server %s unreachable; logging to files only", uri)
+            return
         try:
             from mlflow.entities import Param
 

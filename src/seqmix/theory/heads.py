@@ -23,14 +23,19 @@ def interaction_rank(W: torch.Tensor, tol: float = 1e-9) -> int:
     return int((s > tol * s[0]).sum()) if s.numel() and s[0] > 0 else 0
 
 
-def optimal_mse(W: torch.Tensor, heads: int) -> float:
+def optimal_mse(W: torch.Tensor, heads: int, tol: float = 1e-9) -> float:
     """MSE*(H) = (1/(n p)) sum_{l > H} sigma_l^2 of the weighted lag unfolding (spec §4.3).
 
     The best H-head student with unconstrained causal coefficients, under i.i.d. N(0, I) inputs, with
-    the MSE averaged over the n * p output entries. H = 0 gives the total target variance.
+    the MSE averaged over the n * p output entries. H = 0 gives the total target variance. Singular
+    values below ``tol * sigma_1`` (the rank tolerance of ``interaction_rank``) are round-off, so MSE*(H)
+    is exactly 0 once H reaches the interaction rank (and MSE / MSE* is then undefined, not a ratio of
+    round-off errors).
     """
     n, p, _ = W.shape
     s = torch.linalg.svdvals(lag_unfolding(W))
+    if s.numel() and s[0] > 0:
+        s = torch.where(s > tol * s[0], s, torch.zeros_like(s))
     return float((s[heads:] ** 2).sum() / (n * p))
 
 

@@ -1,0 +1,260 @@
+"""Malformed configs: each stops with a ConfigError naming the file, the key path and what was expected.
+
+The shipped config/config.yaml and config/papers/heads.yaml are copied into tmp_path (same layout),
+mutated, and loaded with ``seqmix.config.load_all``; the last tests check the shipped configs validate
+at every scale and that Snakemake stops with the same message before any job.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from seqmix.config import SCALES, ConfigError, expand_cells, expand_leaves, load_all, load_yaml
+
+CONFIG = "config.yaml"
+PAPER = "heads.yaml"
+
+
+@pytest.fixture
+def tree(tmp_path, root):
+    """tmp_path/config/config.yaml and tmp_path/config/papers/heads.yaml copied from the repo."""
+    (tmp_path / "config" / "papers").mkdir(parents=True)
+    shutil.copy(root / "config" / "config.yaml", tmp_path / "config" / "config.yaml")
+    shutil.copy(root / "config" / "papers" / "heads.yaml", tmp_path / "config" / "papers" / "heads.yaml")
+    return tmp_path
+
+
+def config_path(tree: Path) -> Path:
+    return tree / "config" / "config.yaml"
+
+
+def paper_path(tree: Path) -> Path:
+    return tree / "config" / "papers" / "heads.yaml"
+
+
+def load(tree: Path, glob_mut=None, paper_mut=None, paper_text: str | None = None) -> dict:
+    """Mutate the global config dict and/or the paper file, then load_all."""
+    cfg = load_yaml(config_path(tree))
+    if glob_mut:
+        glob_mut(cfg)
+    if paper_mut:
+        paper = load_yaml(paper_path(tree))
+        paper_mut(paper)
+        paper_path(tree).write_text(yaml.safe_dump(paper, sort_keys=False))
+    if paper_text is not None:
+        paper_path(tree).write_text(paper_text)
+    return load_all(cfg, root=tree, config_file=str(config_path(tree)))
+
+
+def exp1(paper: dict) -> dict:
+    return paper["experiments"]["exp1"]
+
+
+def _pop_local_disk(g):
+    g["dispatch"] = "submitit"
+    g["tracking"].pop("results_on_local_disk")
+
+
+def _local_disk_false(g):
+    g["dispatch"] = "submitit"
+    g["tracking"]["results_on_local_disk"] = False
+
+
+# (id, global mutation, paper mutation, file, keypath, fragments of the message)
+CASES = [
+    ("unknown-top-level-key", lambda g: g.update(bogus_key=1), None,
+     CONFIG, "", ["'bogus_key' was unexpected", "allowed keys: device, dispatch, papers"]),
+    ("unknown-scale", lambda g: g.update(scale="huge"), None,
+     CONFIG, "scale", ["'huge' is not one of ['tiny', 'cpu', 'paper']"]),
+    ("unknown-paper-id", lambda g: g.update(papers=["heads", "nope"]), None,
+     CONFIG, "papers[1]", ["'nope' is not one of", "'heads'"]),
+    ("papers-not-a-list", lambda g: g.update(papers="heads"), None,
+     CONFIG, "papers", ["expected array, got str 'heads'"]),
+    ("threads-zero", lambda g: g.update(threads=0), None,
+     CONFIG, "threads", ["0 is less than the minimum of 1"]),
+    ("missing-results", lambda g: g.pop("results"), None,
+     CONFIG, "", ["'results' is a required property"]),
+    ("bad-tracking-uri", lambda g: g["tracking"].update(uri="file:///tmp/x"), None,
+     CONFIG, "tracking.uri", ["does not match", "sqlite"]),
+    ("sqlite-with-submitit", _pop_local_disk, None,
+     CONFIG, "tracking.uri", ["SQLite tracking with SLURM dispatch is unsafe", "results_on_local_disk: true"]),
+    ("sqlite-with-submitit-not-local", _local_disk_false, None,
+     CONFIG, "tracking.uri", ["SQLite tracking with SLURM dispatch is unsafe"]),
+    ("unknown-experiment-key", None, lambda p: exp1(p).update(epochs=3),
+     PAPER, "experiments.exp1", ["'epochs' was unexpected", "allowed keys: base, description"]),
+    ("steps-not-an-integer", None, lambda p: exp1(p)["base"]["train"].update(steps="many"),
+     PAPER, "experiments.exp1.base.train.steps", ["expected integer, got str 'many'"]),
+    ("negative-task-n", None, lambda p: exp1(p)["base"]["task"].update(n=-4),
+     PAPER, "experiments.exp1.base.task.n", ["-4 is less than the minimum of 1"]),
+    ("negative-batch", None, lambda p: exp1(p)["base"]["train"].update(batch=-1),
+     PAPER, "experiments.exp1.base.train.batch", ["-1 is less than the minimum of 1"]),
+    ("zero-cell-size", None, lambda p: exp1(p)["scales"]["tiny"].update(cell_size=0),
+     PAPER, "experiments.exp1.scales.tiny.cell_size", ["0 is less than the minimum of 1"]),
+    ("zero-lr", None, lambda p: exp1(p)["base"]["train"].update(lr=0),
+     PAPER, "experiments.exp1.base.train.lr", ["less than or equal to the minimum of 0"]),
+    ("unknown-optimizer", None, lambda p: exp1(p)["base"]["train"].update(optimizer="lbfgs"),
+     PAPER, "experiments.exp1.base.train.optimizer", ["'lbfgs' is not one of ['adam', 'adamw', 'sgd']"]),
+    ("missing-train-steps", None, lambda p: exp1(p)["base"]["train"].pop("steps"),
+     PAPER, "experiments.exp1.base.train", ["'steps' is a required property"]),
+    ("unknown-task", None, lambda p: exp1(p)["base"]["task"].update(name="parity"),
+     PAPER, "experiments.exp1.base.task.name", ["unknown task 'parity'", "known: rotation_teacher"]),
+    ("unknown-mixer", None, lambda p: exp1(p)["base"]["model"]["mixer"].update(name="mamba9"),
+     PAPER, "experiments.exp1.base.model.mixer.name", ["unknown mixer 'mamba9'", "factorized_linear_attention"]),
+    ("unknown-mixer-in-variant", None, lambda p: exp1(p)["variants"]["k4"].update(model={"mixer": {"name": "x"}}),
+     PAPER, "experiments.exp1.variants.k4.model.mixer.name", ["unknown mixer 'x'", "factorized_linear_attention"]),
+    ("unknown-task-in-variant-scale", None,
+     lambda p: exp1(p)["variants"]["k4"].update(scales={"cpu": {"task": {"name": "parity"}}}),
+     PAPER, "experiments.exp1.variants.k4.scales.cpu.task.name", ["unknown task 'parity'"]),
+    ("unknown-model", None, lambda p: exp1(p)["base"]["model"].update(name="transformer"),
+     PAPER, "experiments.exp1.base.model.name", ["unknown model 'transformer'", "known: bare"]),
+    ("unknown-task-parameter", None, lambda p: exp1(p)["variants"]["k2"].update(task={"foo": 1}),
+     PAPER, "experiments.exp1.variants.k2.task", ["'foo' was unexpected", "allowed keys: k, n, rho"]),
+    ("odd-k", None, lambda p: exp1(p)["variants"]["k2"].update(task={"k": 3}),
+     PAPER, "experiments.exp1.variants.k2.task.k", ["3 is not a multiple of 2"]),
+    ("odd-k-in-scale-set", None, lambda p: exp1(p)["scales"]["tiny"]["set"]["task"].update(k=5),
+     PAPER, "experiments.exp1.scales.tiny.set.task.k", ["5 is not a multiple of 2"]),
+    ("zero-heads-in-variant", None, lambda p: exp1(p)["variants"]["k8"].update(model={"mixer": {"heads": 0}}),
+     PAPER, "experiments.exp1.variants.k8.model.mixer.heads", ["0 is less than the minimum of 1"]),
+    ("unknown-mixer-parameter", None, lambda p: exp1(p)["base"]["model"]["mixer"].update(softmax=True),
+     PAPER, "experiments.exp1.base.model.mixer", ["'softmax' was unexpected", "allowed keys: heads, r"]),
+    ("seeds-not-a-list", None, lambda p: exp1(p)["scales"]["cpu"].update(seeds=5),
+     PAPER, "experiments.exp1.scales.cpu.seeds", ["expected array, got int 5"]),
+    ("negative-seed", None, lambda p: exp1(p)["scales"]["cpu"].update(seeds=[0, -1]),
+     PAPER, "experiments.exp1.scales.cpu.seeds[1]", ["-1 is less than the minimum of 0"]),
+    ("missing-scale-block", None, lambda p: exp1(p)["scales"].pop("paper"),
+     PAPER, "experiments.exp1.scales", ["'paper' is a required property"]),
+    ("unknown-scale-block", None, lambda p: exp1(p)["scales"].update(huge={"seeds": [0], "cell_size": 1}),
+     PAPER, "experiments.exp1.scales", ["'huge' was unexpected", "allowed keys: cpu, paper, tiny"]),
+    ("unknown-variant-scale", None, lambda p: exp1(p)["variants"]["k2"].update(scales={"huge": {}}),
+     PAPER, "experiments.exp1.variants.k2.scales", ["'huge' is not one of ['tiny', 'cpu', 'paper']"]),
+    ("sweep-values-without-sweep", None,
+     lambda p: (exp1(p).pop("sweep"), exp1(p)["scales"]["tiny"].update(sweep_values=[1])),
+     PAPER, "experiments.exp1.scales", ["sweep_values given but the experiment has no sweep"]),
+    ("sweep-without-path", None, lambda p: exp1(p)["sweep"].pop("path"),
+     PAPER, "experiments.exp1.sweep", ["'path' is a required property"]),
+    ("unknown-stage", None, lambda p: exp1(p).update(stages=["train", "fly"]),
+     PAPER, "experiments.exp1.stages[1]", ["'fly' is not one of ['train', 'evaluate', 'diagnose']"]),
+    ("paper-id-mismatch", None, lambda p: p.update(paper="sessa"),
+     PAPER, "paper", ["expected 'heads', got 'sessa'"]),
+    ("claim-unknown-check-kind", None, lambda p: p["claims"][0]["check"].update(kind="approx"),
+     PAPER, "claims[0].check.kind", ["expected one of 'within', 'ordering', 'slope', 'threshold'", "got 'approx'"]),
+    ("claim-check-without-kind", None, lambda p: p["claims"][1]["check"].pop("kind"),
+     PAPER, "claims[1].check.kind", ["expected one of 'within', 'ordering', 'slope', 'threshold'", "got None"]),
+    ("claim-bad-threshold-op", None, lambda p: p["claims"][-1]["check"].update(kind="threshold", op="=="),
+     PAPER, f"claims[{{last}}].check.op", ["'==' is not one of ['<', '<=', '>', '>=']"]),
+    ("claim-unknown-within-key", None, lambda p: p["claims"][2]["check"].update(tol=0.1),
+     PAPER, "claims[2].check", ["'tol' was unexpected", "allowed keys: atol, hi, kind, lo, rtol, target"]),
+    ("claim-within-without-target", None,
+     lambda p: (p["claims"][0]["check"].pop("target"), p["claims"][0].update(reported="qualitative")),
+     PAPER, "claims[0].check", ["within needs lo/hi, a target, or a numeric reported value", "'qualitative'"]),
+    ("claim-ordering-without-series", None, lambda p: p["claims"][0].update(check={"kind": "ordering", "order": [1, 2]}),
+     PAPER, "claims[0].ours.over", ["check kind 'ordering' needs a series"]),
+    ("claim-slope-without-series", None, lambda p: p["claims"][1].update(check={"kind": "slope", "lo": 0}),
+     PAPER, "claims[1].ours.over", ["check kind 'slope' needs a series"]),
+    ("claim-threshold-on-a-series", None, lambda p: p["claims"][2]["ours"].update(over="H"),
+     PAPER, "claims[2].ours.over", ["check kind 'within' needs one value"]),
+    ("claim-bad-source", None, lambda p: p["claims"][0].update(source="blog"),
+     PAPER, "claims[0].source", ["'blog' is not one of ['paper', 'spec-derived', 'closed-form']"]),
+    ("claim-bad-expected-at", None, lambda p: p["claims"][3].update(expected_at=["tiny", "huge"]),
+     PAPER, "claims[3].expected_at[1]", ["'huge' is not one of ['tiny', 'cpu', 'paper']"]),
+    ("claim-missing-ours", None, lambda p: p["claims"][0].pop("ours"),
+     PAPER, "claims[0]", ["'ours' is a required property"]),
+    ("claim-bad-aggregate", None, lambda p: p["claims"][0]["ours"].update(aggregate="mode"),
+     PAPER, "claims[0].ours.aggregate", ["'mode' is not one of ['mean', 'median', 'geomean', 'min', 'max']"]),
+]
+
+
+@pytest.mark.parametrize("glob_mut,paper_mut,file,keypath,fragments",
+                         [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_malformed_config(tree, glob_mut, paper_mut, file, keypath, fragments):
+    if "{last}" in keypath:
+        keypath = keypath.replace("{last}", str(len(load_yaml(paper_path(tree))["claims"]) - 1))
+    want_file = config_path(tree) if file == CONFIG else paper_path(tree)
+    with pytest.raises(ConfigError) as info:
+        load(tree, glob_mut, paper_mut)
+    err = info.value
+    assert err.file == str(want_file)
+    assert err.keypath == keypath
+    for frag in fragments:
+        assert frag in err.message, (frag, err.message)
+    # the one-line form names all three
+    assert str(err) == f"{want_file}: {keypath or '<top>'}: {err.message}"
+
+
+def test_within_against_a_numeric_reported_value_is_accepted(tree):
+    """No lo/hi/target, but a numeric reported value (or [mean, std]): valid."""
+    def mut(p):
+        p["claims"][0]["check"].pop("target")
+        p["claims"][0]["reported"] = [2, 0.1]
+        p["claims"][1]["check"].pop("target")
+        p["claims"][1]["reported"] = 4
+    load(tree, paper_mut=mut)
+
+
+def test_malformed_yaml_names_the_line(tree):
+    text = paper_path(tree).read_text()
+    lines = text.splitlines()
+    i = next(n for n, l in enumerate(lines) if l.startswith("experiments:"))
+    lines.insert(i + 1, "  broken: [1, 2")  # an unclosed flow sequence
+    with pytest.raises(ConfigError) as info:
+        load(tree, paper_text="\n".join(lines) + "\n")
+    err = info.value
+    assert err.file == str(paper_path(tree))
+    assert err.keypath == ""
+    assert err.message.startswith("malformed YAML at line ")
+    line = int(err.message.split("line ")[1].split(",")[0])
+    assert i + 2 <= line <= i + 3  # the unclosed bracket is noticed on the next line
+
+
+def test_malformed_yaml_tab_indentation(tree):
+    with pytest.raises(ConfigError) as info:
+        load(tree, paper_text="paper: heads\nexperiments:\n\texp1: {}\n")
+    assert info.value.file == str(paper_path(tree))
+    assert "malformed YAML at line 3" in info.value.message
+
+
+def test_missing_paper_file(tree):
+    with pytest.raises(ConfigError) as info:
+        load(tree, glob_mut=lambda g: g.update(papers=["heads", "sessa"]))
+    assert info.value.file == str(tree / "config" / "papers" / "sessa.yaml")
+    assert info.value.message == "file does not exist"
+
+
+# ----------------------------------------------------------------------------- the shipped configs
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_shipped_configs_validate_at_every_scale(root, scale):
+    cfg = load_yaml(root / "config" / "config.yaml")
+    cfg["scale"] = scale
+    out = load_all(cfg, root=root, config_file=str(root / "config" / "config.yaml"))
+    assert set(out["papers"]) == set(cfg["papers"])
+    paper = out["papers"]["heads"]
+    exp = paper["experiments"]["exp1"]
+    sc = exp["scales"][scale]
+    leaves = expand_leaves("heads", paper, scale)
+    n_points = len(sc.get("sweep_values", exp["sweep"]["values"]))
+    assert len(leaves) == len(exp["variants"]) * n_points * len(sc["seeds"])
+    assert len({leaf.hash for leaf in leaves}) == len(leaves)  # every leaf's config is distinct
+    cells = expand_cells("heads", paper, scale)
+    assert sum(len(v) for v in cells.values()) == len(leaves)
+    assert all(len(v) <= sc["cell_size"] for v in cells.values())
+    for (experiment, cell), members in cells.items():
+        assert {leaf.variant for leaf in members} == {cell.rsplit("-", 1)[0]}  # cells never mix variants
+
+
+def test_snakemake_stops_on_a_config_error_before_any_job(root):
+    env = dict(os.environ, PYTHONPATH=str(root / "src"))
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--config", "scale=huge"], cwd=root,
+                          capture_output=True, text=True, timeout=120, env=env)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert "config error" in out, out
+    assert "config/config.yaml: scale: 'huge' is not one of ['tiny', 'cpu', 'paper']" in out, out
+    # nothing was scheduled: no job table, no rule announced
+    assert "Job stats" not in out and "rule " not in out.replace("rules/", ""), out
