@@ -19,12 +19,12 @@ TIMING = re.compile(r"seqmix-timing cmd=(\S+) startup_s=([0-9.]+) work_s=([0-9.]
 
 
 def rule_of(bench: Path, results: Path) -> tuple[str, str]:
-    """(rule, job) from results/<paper>/benchmarks/<rule>[/<job>].tsv or results/benchmarks/<rule>.tsv."""
+    """(rule, job) from results/<paper>/benchmarks/<rule>[/<job>].tsv or results/.pipeline/benchmarks/<rule>.tsv."""
     rel = bench.relative_to(results).with_suffix("")
     parts = rel.parts
     i = parts.index("benchmarks")
     rest = parts[i + 1:]
-    paper = parts[0] if i == 1 else ""
+    paper = parts[0] if i == 1 and parts[0] != ".pipeline" else ""
     rule = rest[0]
     return (f"{paper}:{rule}" if paper else rule), "/".join(rest[1:])
 

@@ -95,7 +95,7 @@ def _client(uri: str):
 
 
 def artifact_root(results: str | Path) -> Path:
-    return (Path(results) / "mlartifacts").resolve()
+    return (Path(results) / ".mlflow" / "artifacts").resolve()
 
 
 def init_store(uri: str, experiments: Iterable[str], results: str | Path) -> dict[str, str]:

@@ -12,9 +12,9 @@ rule report_index:
         results=lambda w, output: Path(output[0]).parent,  # the results root
         scale=SCALE,
     log:
-        R("logs", "report_index.log"),
+        R(".pipeline", "logs", "report_index.log"),
     benchmark:
-        R("benchmarks", "report_index.tsv")
+        R(".pipeline", "benchmarks", "report_index.tsv")
     localrule: True
     shell:
         "python -m seqmix report-index --results {params.results:q} --papers {params.papers:q} "

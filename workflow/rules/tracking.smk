@@ -10,9 +10,9 @@ rule mlflow_init:
         papers=list(PAPERS),
         results=lambda w, output: Path(output[0]).parents[1],  # the results root
     log:
-        R("logs", "mlflow_init.log"),
+        R(".pipeline", "logs", "mlflow_init.log"),
     benchmark:
-        R("benchmarks", "mlflow_init.tsv")
+        R(".pipeline", "benchmarks", "mlflow_init.tsv")
     localrule: True
     shell:
         "python -m seqmix mlflow-init --uri {params.uri:q} --results {params.results:q} "
@@ -29,9 +29,9 @@ rule mlflow_sync:
         uri=config["tracking"]["uri"],
         results=lambda w, output: Path(output[0]).parents[1],  # the results root
     log:
-        R("logs", "mlflow_sync.log"),
+        R(".pipeline", "logs", "mlflow_sync.log"),
     benchmark:
-        R("benchmarks", "mlflow_sync.tsv")
+        R(".pipeline", "benchmarks", "mlflow_sync.tsv")
     localrule: True
     shell:
         "python -m seqmix mlflow-sync --uri {params.uri:q} --results {params.results:q} --out {output:q} 2> {log:q}"
