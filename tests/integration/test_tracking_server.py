@@ -85,10 +85,9 @@ def test_live_logging_then_ingest_is_a_noop(server, tmp_path):
 def test_server_down_then_sync_once(tmp_path):
     dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     run = small_run(tmp_path, dead)
-    t0 = time.monotonic()
-    out = stages.train_cell(run)  # must finish although tracking is down
+    out = stages.train_cell(run)  # must finish although tracking is down (the test's timeout catches a hang)
     assert len(out["leaves"]) == 2
-    assert time.monotonic() - t0 < 120
+    assert all((Path(l["out_dir"]) / "train.done.json").exists() for l in run["leaves"])
     # later, against a store that is up, the sync replays each buffer exactly once
     uri = tracking.resolve_uri(f"sqlite:///{tmp_path / 'late.db'}")
     buffers = sorted(Path(run["results"]).rglob("tracking*.jsonl"))
