@@ -42,20 +42,38 @@ def _setup(threads: int) -> None:
     _STARTUP = process_age_s()
 
 
-def _cell_stage(args, stage: str) -> None:
-    from . import stages
+def run_cell_stage(stage: str, run_path: str, out_path: str, threads: int) -> None:
+    """Run one stage of one cell in this process (locally, or inside a cluster job)."""
+    from . import registry, stages
     from .io import read_json, write_json
 
-    _setup(args.threads)
-    from . import registry
-
+    _setup(threads)
     registry.load_all()
     startup = process_age_s()
-    run = read_json(args.run)
-    fn = {"train": stages.train_cell, "evaluate": stages.evaluate_cell}[stage]
+    run = read_json(run_path)
+    fn = {"train": stages.train_cell, "evaluate": stages.evaluate_cell, "diagnose": stages.diagnose_cell}[stage]
     out = stages.timed(fn, startup, run)
     out.update(cell=run["cell"], experiment=run["experiment"], paper=run["paper"], stage=stage)
-    write_json(args.out, out)
+    write_json(out_path, out)
+
+
+def _cell_stage(args, stage: str) -> None:
+    if args.dispatch:
+        from .io import read_json
+
+        settings = read_json(args.dispatch)
+        from .dispatch import wants
+
+        if wants(settings, stage):
+            from .dispatch import DispatchError, submit_and_wait
+
+            _setup(1)
+            try:
+                submit_and_wait(stage, args.run, args.out, args.threads, settings)
+            except DispatchError as e:
+                raise SystemExit(f"seqmix {stage}: {e}")
+            return
+    run_cell_stage(stage, args.run, args.out, args.threads)
 
 
 def cmd_train(args):
@@ -64,6 +82,10 @@ def cmd_train(args):
 
 def cmd_evaluate(args):
     _cell_stage(args, "evaluate")
+
+
+def cmd_diagnose(args):
+    _cell_stage(args, "diagnose")
 
 
 def _paper_module(paper: str):
@@ -79,7 +101,8 @@ def cmd_collect(args):
     _setup(args.threads)
     rows = []
     for path in args.inputs:
-        rows.extend(read_json(path)["leaves"])
+        cell = read_json(path)
+        rows.extend(cell["rows"] if "rows" in cell else cell["leaves"])  # diagnose cells: many rows per leaf
     if not rows:
         raise SystemExit("collect: no leaves in the inputs")
     write_csv(args.out, rows)
@@ -199,10 +222,12 @@ def main(argv: list[str] | None = None) -> None:
         return sp
 
     for name, fn, help_ in (("train", cmd_train, "train every leaf of a cell"),
-                            ("evaluate", cmd_evaluate, "evaluate every leaf of a cell")):
+                            ("evaluate", cmd_evaluate, "evaluate every leaf of a cell"),
+                            ("diagnose", cmd_diagnose, "diagnostics (Jacobians, gradient norms) of every leaf of a cell")):
         sp = add(name, fn, help_)
         sp.add_argument("--run", required=True, help="the cell's run-config JSON")
         sp.add_argument("--out", required=True, help="the cell's summary JSON (written last)")
+        sp.add_argument("--dispatch", help="the dispatch settings JSON (dispatch: submitit sends the step to SLURM)")
     sp = add("collect", cmd_collect, "gather cell summaries into one CSV")
     sp.add_argument("--out", required=True)
     sp.add_argument("inputs", nargs="+")

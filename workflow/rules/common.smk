@@ -61,6 +61,16 @@ def run_spec(wildcards):
     return cell_run_spec(wildcards.paper, experiment, cell)
 
 
+def dispatch_spec():
+    """What `--dispatch` hands the heavy steps: the mode and the submitit settings at this scale."""
+    sub = config.get("submitit") or {"cluster": "slurm", "folder": R(".submitit"), "rules": [], "resources": {}}
+    resources = {k: dict(v) for k, v in sub["resources"].items()}
+    for rule_name, over in (sub.get("scales") or {}).get(SCALE, {}).items():
+        resources[rule_name] = dict(resources.get(rule_name, {}), **over)
+    return canonical_json({"mode": config["dispatch"], **{k: v for k, v in sub.items() if k != "scales"},
+                           "resources": resources})
+
+
 def threads_of(paper, experiment):
     return PAPERS[paper]["experiments"][experiment]["scales"][SCALE].get("threads", config["threads"])
 

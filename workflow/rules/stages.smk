@@ -22,9 +22,28 @@ rule run_config:
         write_json(output[0], json.loads(params.spec))
 
 
+# The dispatch settings (local or submitit, resources) of the heavy steps. An input through ancient(): a
+# change of cluster settings never re-runs a finished step.
+rule dispatch_config:
+    output:
+        R(".pipeline", "dispatch.json"),
+    params:
+        spec=dispatch_spec(),
+    log:
+        R(".pipeline", "logs", "dispatch_config.log"),
+    benchmark:
+        R(".pipeline", "benchmarks", "dispatch_config.tsv")
+    localrule: True
+    run:
+        from seqmix.io import write_json
+
+        write_json(output[0], json.loads(params.spec))
+
+
 rule train:
     input:
         run=R("{paper}", "run", "{experiment}.{cell}.json"),
+        dispatch=ancient(rules.dispatch_config.output),
         mlflow=rules.mlflow_init.output,
     output:
         R("{paper}", "{experiment}", "cells", "{cell}.train.json"),
@@ -37,13 +56,15 @@ rule train:
         # SLURM resources per scale live in the profiles; this only documents the rule's kind
         heavy=1,
     shell:
-        "python -m seqmix train --run {input.run:q} --out {output:q} --threads {threads} 2> {log:q}"
+        "python -m seqmix train --run {input.run:q} --out {output:q} --threads {threads} "
+        "--dispatch {input.dispatch:q} 2> {log:q}"
 
 
 rule evaluate:
     input:
         run=R("{paper}", "run", "{experiment}.{cell}.json"),
         train=rules.train.output,
+        dispatch=ancient(rules.dispatch_config.output),
     output:
         R("{paper}", "{experiment}", "cells", "{cell}.evaluate.json"),
     log:
@@ -54,13 +75,40 @@ rule evaluate:
     resources:
         heavy=1,
     shell:
-        "python -m seqmix evaluate --run {input.run:q} --out {output:q} --threads {threads} 2> {log:q}"
+        "python -m seqmix evaluate --run {input.run:q} --out {output:q} --threads {threads} "
+        "--dispatch {input.dispatch:q} 2> {log:q}"
+
+
+# An experiment runs its `stages` (default train -> evaluate); collect gathers its last stage's cells.
+def stages_of(paper, experiment):
+    return PAPERS[paper]["experiments"][experiment].get("stages") or ["train", "evaluate"]
+
+
+# Diagnostics (Jacobians, gradient norms) per cell: of the trained model when the experiment trains,
+# else of the model at initialisation (the heads paper's Exp. II measures models that are never trained).
+rule diagnose:
+    input:
+        run=R("{paper}", "run", "{experiment}.{cell}.json"),
+        mlflow=rules.mlflow_init.output,
+        dispatch=ancient(rules.dispatch_config.output),
+        trained=lambda w: [R(w.paper, w.experiment, "cells", f"{w.cell}.train.json")]
+        if "train" in stages_of(w.paper, w.experiment) else [],
+    output:
+        R("{paper}", "{experiment}", "cells", "{cell}.diagnose.json"),
+    log:
+        R("{paper}", "logs", "diagnose", "{experiment}.{cell}.log"),
+    benchmark:
+        R("{paper}", "benchmarks", "diagnose", "{experiment}.{cell}.tsv")
+    threads: lambda w: threads_of(w.paper, w.experiment)
+    shell:
+        "python -m seqmix diagnose --run {input.run:q} --out {output:q} --threads {threads} "
+        "--dispatch {input.dispatch:q} 2> {log:q}"
 
 
 rule collect:
     input:
-        lambda w: expand(R(w.paper, w.experiment, "cells", "{cell}.evaluate.json"),
-                         cell=cells_of(w.paper, w.experiment)),
+        lambda w: expand(R(w.paper, w.experiment, "cells", "{cell}.{stage}.json"),
+                         cell=cells_of(w.paper, w.experiment), stage=stages_of(w.paper, w.experiment)[-1]),
     output:
         R("{paper}", "{experiment}", "summary.csv"),
     log:
