@@ -87,6 +87,20 @@ def _wait_for_checkpoint(out_dir: Path, proc, min_step: int = 400, timeout: floa
     pytest.fail("no checkpoint appeared")
 
 
+def _job_ids(folder: Path) -> list[str]:
+    """The SLURM jobs this test submitted (submitit's folder has one directory per job id)."""
+    return sorted(p.name for p in folder.iterdir() if p.is_dir() and p.name.isdigit()) if folder.exists() else []
+
+
+@pytest.fixture
+def submitit_folder(tmp_path):
+    folder = tmp_path / "submitit"
+    yield folder
+    jobs = _job_ids(folder)
+    if jobs:  # never leave a test's job in the queue
+        subprocess.run(["scancel", *jobs], capture_output=True)
+
+
 def _reference(tmp_path: Path, run: dict) -> dict:
     """The same leaf trained uninterrupted and locally."""
     ref = json.loads(json.dumps(run))
@@ -109,15 +123,15 @@ def _assert_same_as_reference(run: dict, ref: dict) -> None:
     assert ma == mb
 
 
-def test_scancel_fails_the_step_then_rerun_resumes(slurm, tmp_path):
+def test_scancel_fails_the_step_then_rerun_resumes(slurm, tmp_path, submitit_folder):
     run_path, run = _long_run(tmp_path)
-    disp = write(tmp_path / "dispatch.json", dispatch_settings(tmp_path / "submitit"))
+    disp = write(tmp_path / "dispatch.json", dispatch_settings(submitit_folder))
     out = tmp_path / "cell.train.json"
     cmd = seqmix_cmd("train", "--run", str(run_path), "--out", str(out), "--dispatch", str(disp))
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     step = _wait_for_checkpoint(Path(run["leaves"][0]["out_dir"]), proc)
-    jobs = subprocess.run(["squeue", "-h", "-o", "%i", "-n", "seqmix-train-run"], capture_output=True, text=True).stdout.split()
-    assert jobs, "the job is not in the queue"
+    jobs = _job_ids(submitit_folder)
+    assert len(jobs) == 1, jobs
     subprocess.run(["scancel", *jobs], check=True)
     t0 = time.monotonic()
     _, err = proc.communicate(timeout=120)  # a cancelled job fails the step; it never hangs
@@ -135,16 +149,23 @@ def test_scancel_fails_the_step_then_rerun_resumes(slurm, tmp_path):
     _assert_same_as_reference(run, _reference(tmp_path, run))
 
 
-def test_scontrol_requeue_resumes_by_itself(slurm, tmp_path):
+def test_scontrol_requeue_resumes_by_itself(slurm, tmp_path, submitit_folder):
     run_path, run = _long_run(tmp_path)
-    disp = write(tmp_path / "dispatch.json", dispatch_settings(tmp_path / "submitit"))
+    disp = write(tmp_path / "dispatch.json", dispatch_settings(submitit_folder))
     out = tmp_path / "cell.train.json"
     proc = subprocess.Popen(seqmix_cmd("train", "--run", str(run_path), "--out", str(out), "--dispatch", str(disp)),
                             stderr=subprocess.PIPE, text=True)
     _wait_for_checkpoint(Path(run["leaves"][0]["out_dir"]), proc)
-    jobs = subprocess.run(["squeue", "-h", "-o", "%i", "-n", "seqmix-train-run"], capture_output=True, text=True).stdout.split()
-    assert jobs
+    jobs = _job_ids(submitit_folder)
+    assert len(jobs) == 1, jobs
     subprocess.run(["scontrol", "requeue", *jobs], check=True)
+    # SLURM holds a requeued batch job back for about two minutes; let it start again at once
+    for _ in range(100):
+        state = subprocess.run(["squeue", "-h", "-j", jobs[0], "-o", "%T"], capture_output=True, text=True).stdout.strip()
+        if state == "PENDING":
+            subprocess.run(["scontrol", "update", f"JobId={jobs[0]}", "StartTime=now"], capture_output=True)
+            break
+        time.sleep(0.2)
     _, err = proc.communicate(timeout=360)
     assert proc.returncode == 0, err[-3000:]
     assert re.search(r"resumed from step \d+", err), err[-3000:]
@@ -153,11 +174,11 @@ def test_scontrol_requeue_resumes_by_itself(slurm, tmp_path):
     _assert_same_as_reference(run, _reference(tmp_path, run))
 
 
-def test_failing_step_fails_with_error_and_log_path(slurm, tmp_path):
+def test_failing_step_fails_with_error_and_log_path(slurm, tmp_path, submitit_folder):
     run = leaf_run_config(tmp_path / "results", heads=(1,), steps=10)
     run["leaves"][0]["config"]["train"]["optimizer"] = "no-such-optimizer"  # raises inside the job
     run_path = write(tmp_path / "run.json", run)
-    disp = write(tmp_path / "dispatch.json", dispatch_settings(tmp_path / "submitit"))
+    disp = write(tmp_path / "dispatch.json", dispatch_settings(submitit_folder))
     r = subprocess.run(seqmix_cmd("train", "--run", str(run_path), "--out", str(tmp_path / "o.json"), "--dispatch", str(disp)),
                        capture_output=True, text=True, timeout=180)
     assert r.returncode != 0
