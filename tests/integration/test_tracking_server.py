@@ -93,3 +93,37 @@ def test_server_down_then_sync_once(tmp_path):
     buffers = sorted(Path(run["results"]).rglob("tracking*.jsonl"))
     assert tracking.ingest(buffers, uri, run["results"]) == {"created": 2, "skipped": 0, "replaced": 0}
     assert tracking.ingest(buffers, uri, run["results"]) == {"created": 0, "skipped": 2, "replaced": 0}
+
+
+def test_eight_concurrent_jobs_all_arrive(server, tmp_path):
+    """8 jobs logging to one server at once: every run, param and metric arrives (counted)."""
+    import json
+
+    procs, runs = [], []
+    for i in range(8):
+        run = small_run(tmp_path / f"job{i}", server)
+        run["cell"] = f"k2-{i}"
+        for leaf in run["leaves"]:  # distinct leaves: distinct config hashes and MLflow runs
+            leaf["config"]["train"]["lr"] = 0.01 * (i + 1)
+            from seqmix.io import config_hash
+
+            leaf["hash"] = config_hash(leaf["config"])
+        path = tmp_path / f"run{i}.json"
+        path.write_text(json.dumps(run))
+        runs.append(run)
+        procs.append(subprocess.Popen([sys.executable, "-m", "seqmix", "train", "--run", str(path),
+                                       "--out", str(tmp_path / f"cell{i}.json")], stderr=subprocess.PIPE, text=True))
+    for p in procs:
+        _, err = p.communicate(timeout=240)
+        assert p.returncode == 0, err[-2000:]
+    client, found = _runs(server)
+    assert len(found) == 8 * 2
+    by_key = {r.data.tags[tracking.KEY_TAG]: r for r in found}
+    for run in runs:
+        for leaf in run["leaves"]:
+            r = by_key[leaf["hash"] + ".train"]
+            rec = tracking.read_buffer(Path(leaf["out_dir"]) / "tracking-train.jsonl")[0]
+            assert r.data.params == rec["params"]
+            for name, series in rec["metrics"].items():
+                hist = client.get_metric_history(r.info.run_id, name)
+                assert sorted((m.step, m.value) for m in hist) == sorted((s, v) for s, v in series)
