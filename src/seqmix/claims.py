@@ -6,8 +6,15 @@ check:
 
 - ``within``: our value lies in [lo, hi], or within rtol/atol of ``target`` (default: the reported value);
 - ``ordering``: the series of our values over ``order`` is monotone (``direction``), with a relative slack;
-- ``slope``: the least-squares slope of our series (log10 of it with ``logy``) lies in [lo, hi];
+- ``slope``: the least-squares slope of our series (log10 of it with ``logy``, against log10 x with
+  ``logx``; natural logs with ``log_base: e``) lies in [lo, hi]; with ``relative_to`` the slope is first
+  divided by the aggregate of another metric over the same rows (e.g. a decay rate ln rho(A)), and with
+  ``min_r2`` the fit must also reach that coefficient of determination;
 - ``threshold``: our value compares to ``value`` by ``op``.
+
+A selection with ``over`` is a series; ``ratio_to`` divides it pointwise by a second selection's series,
+and ``reduce: min|max`` turns it into one value for ``within``/``threshold`` (e.g. "attention above the
+SSM at every T": the smallest attention/SSM ratio over T exceeds 1).
 
 Verdicts: holds / differs / not expected at this scale / not run. A claim whose results are missing is
 "not run"; one whose ``expected_at`` omits the current scale is "not expected at this scale" (our value is
@@ -90,6 +97,16 @@ def read_ours(sel: dict, results_dir: Path) -> float | list[tuple[Any, float]]:
         series = [(x, _aggregate(g[metric].to_numpy(dtype=float), how)) for x, g in df.groupby(col, sort=True)]
         if not series:
             raise MissingResults("no rows")
+        if sel.get("ratio_to") is not None:
+            den_df = _filter(load_table(results_dir, sel["table"]), sel["ratio_to"])
+            den = {x: _aggregate(g[metric].to_numpy(dtype=float), how) for x, g in den_df.groupby(col, sort=True)}
+            missing = [x for x, _ in series if x not in den]
+            if missing:
+                raise MissingResults(f"ratio_to: no results for {col} = {missing}")
+            series = [(x, (v / den[x]) if den[x] != 0 else math.inf) for x, v in series]
+        if sel.get("reduce"):
+            values = np.array([v for _, v in series], dtype=float)
+            return float(values.min() if sel["reduce"] == "min" else values.max())
         return series
     value = _aggregate(df[metric].to_numpy(dtype=float), how)
     if sel.get("ratio_to") is not None:
@@ -106,8 +123,21 @@ def _reported_value(reported: Any) -> float | None:
     return None
 
 
-def run_check(check: dict, ours: Any, reported: Any) -> tuple[bool, str]:
-    """(holds, detail) for one check kind."""
+def read_reference(sel: dict, ref: dict, results_dir: Path) -> float:
+    """A slope check's ``relative_to``: the aggregate of ``ref['metric']`` over the selection's rows."""
+    df = _filter(load_table(results_dir, sel["table"]), sel.get("where"))
+    if ref["metric"] not in df.columns:
+        raise MissingResults(f"metric {ref['metric']!r} not in {sel['table']}/summary.csv")
+    return _aggregate(df[ref["metric"]].to_numpy(dtype=float), ref.get("aggregate", "mean"))
+
+
+def _log(v: np.ndarray, base: Any) -> np.ndarray:
+    v = np.maximum(np.asarray(v, dtype=float), 1e-300)
+    return np.log(v) if base == "e" else np.log10(v)
+
+
+def run_check(check: dict, ours: Any, reported: Any, ref: float | None = None) -> tuple[bool, str]:
+    """(holds, detail) for one check kind. ``ref``: the value a slope is divided by (``relative_to``)."""
     kind = check["kind"]
     if kind == "within":
         lo, hi = check.get("lo"), check.get("hi")
@@ -137,13 +167,28 @@ def run_check(check: dict, ours: Any, reported: Any) -> tuple[bool, str]:
     if kind == "slope":
         xs = np.array([float(x) for x, _ in ours])
         ys = np.array([v for _, v in ours], dtype=float)
+        base = check.get("log_base", 10)
         if check.get("logy"):
-            ys = np.log10(np.maximum(ys, 1e-300))
+            ys = _log(ys, base)
+        if check.get("logx"):
+            xs = _log(xs, base)
         if len(xs) < 2:
             raise MissingResults("slope needs at least two points")
-        slope = float(np.polyfit(xs, ys, 1)[0])
+        slope, intercept = (float(c) for c in np.polyfit(xs, ys, 1))
         lo, hi = check.get("lo", -math.inf), check.get("hi", math.inf)
-        return lo <= slope <= hi, f"slope {slope:.4g} in [{lo}, {hi}]"
+        value, name = slope, "slope"
+        if check.get("relative_to") is not None:
+            if ref is None:
+                raise MissingResults("slope relative_to: no reference value")
+            value, name = (slope / ref if ref != 0 else math.inf), f"slope {slope:.4g} / {ref:.4g} ="
+        ok, detail = lo <= value <= hi, f"{name} {value:.4g} in [{lo}, {hi}]"
+        if check.get("min_r2") is not None:
+            resid = ys - (slope * xs + intercept)
+            ss_tot = float(np.sum((ys - ys.mean()) ** 2))
+            r2 = 1.0 - float(np.sum(resid ** 2)) / ss_tot if ss_tot > 0 else (1.0 if not resid.any() else 0.0)
+            ok = ok and r2 >= check["min_r2"]
+            detail += f", R^2 {r2:.6g} >= {check['min_r2']}"
+        return ok, detail
     raise ValueError(f"unknown check kind {kind!r}")
 
 
@@ -171,7 +216,10 @@ def evaluate_claim(claim: dict, results_dir: Path, scale: str) -> ClaimResult:
     except MissingResults as e:
         return ClaimResult(ours=None, verdict=NOT_RUN, detail=str(e), **base)
     try:
-        ok, detail = run_check(claim["check"], ours, claim.get("reported"))
+        ref = None
+        if claim["check"].get("relative_to") is not None:
+            ref = read_reference(claim["ours"], claim["check"]["relative_to"], results_dir)
+        ok, detail = run_check(claim["check"], ours, claim.get("reported"), ref)
     except MissingResults as e:
         return ClaimResult(ours=ours, verdict=NOT_RUN, detail=str(e), **base)
     if scale not in claim["expected_at"]:

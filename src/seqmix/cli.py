@@ -47,14 +47,19 @@ def run_cell_stage(stage: str, run_path: str, out_path: str, threads: int) -> No
     from . import registry, stages
     from .io import read_json, write_json
 
+    from .training import distributed
+
     _setup(threads)
     registry.load_all()
+    distributed.init_from_env()  # data-parallel when launched with several tasks (RANK/WORLD_SIZE or SLURM)
     startup = process_age_s()
     run = read_json(run_path)
     fn = {"train": stages.train_cell, "evaluate": stages.evaluate_cell, "diagnose": stages.diagnose_cell}[stage]
     out = stages.timed(fn, startup, run)
-    out.update(cell=run["cell"], experiment=run["experiment"], paper=run["paper"], stage=stage)
-    write_json(out_path, out)
+    out.update(cell=run["cell"], experiment=run["experiment"], paper=run["paper"], stage=stage,
+               world_size=distributed.world_size())
+    if distributed.rank() == 0:
+        write_json(out_path, out)
 
 
 def _cell_stage(args, stage: str) -> None:

@@ -307,11 +307,16 @@ def _validate_claim(path: Path, where: str, claim: dict) -> None:
     """What the schema cannot say about a claim, and the claims engine would otherwise find only after
     every job has run: series checks need a series (``ours.over``), scalar checks a scalar, and a
     ``within`` check without lo/hi/target compares to the reported value, which must then be a number."""
-    kind, over = claim["check"]["kind"], claim["ours"].get("over")
+    kind, over, reduce = claim["check"]["kind"], claim["ours"].get("over"), claim["ours"].get("reduce")
     if kind in ("ordering", "slope") and not over:
         raise ConfigError(path, f"{where}.ours.over", f"check kind {kind!r} needs a series: set ours.over to a column")
-    if kind in ("within", "threshold") and over:
-        raise ConfigError(path, f"{where}.ours.over", f"check kind {kind!r} needs one value: remove ours.over")
+    if kind in ("ordering", "slope") and reduce:
+        raise ConfigError(path, f"{where}.ours.reduce", f"check kind {kind!r} needs the series: remove ours.reduce")
+    if kind in ("within", "threshold") and over and not reduce:
+        raise ConfigError(path, f"{where}.ours.over", f"check kind {kind!r} needs one value: remove ours.over "
+                          "(or reduce the series with ours.reduce: min|max)")
+    if reduce and not over:
+        raise ConfigError(path, f"{where}.ours.reduce", "ours.reduce needs a series: set ours.over to a column")
     if kind == "within" and not {"lo", "hi", "target"} & set(claim["check"]):
         rep = claim.get("reported")
         rep = rep[0] if isinstance(rep, list) and rep else rep

@@ -15,6 +15,18 @@ _MODULES = (
     "seqmix.mixers.factorized",
     "seqmix.models.bare",
     "seqmix.tasks.rotation_teacher",
+    "seqmix.mixers.lti_ssm",
+    "seqmix.mixers.mha",
+    "seqmix.tasks.lag_sensitivity",
+    "seqmix.models.cascade",
+    "seqmix.tasks.reachability",
+    "seqmix.mixers.softmax_attention",
+    "seqmix.mixers.ssm",
+    "seqmix.mixers.sessa",
+    "seqmix.mixers.bidirectional",
+    "seqmix.models.lm",
+    "seqmix.models.classifier",
+    "seqmix.tasks.assoc_recall",
 )
 
 

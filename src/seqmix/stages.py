@@ -10,6 +10,7 @@ Every stage:
 from __future__ import annotations
 
 import logging
+import math
 import time
 from pathlib import Path
 
@@ -35,10 +36,11 @@ def _done(marker: Path, leaf_hash: str) -> bool:
         return False
 
 
-def train_cell(run: dict, rank: int = 0) -> dict:
+def train_cell(run: dict) -> dict:
     import torch
 
-    from .ops.backends import backend_tag
+    from .ops.backends import backend_report, backend_tag
+    from .training import distributed
     from .training.loop import build, train
 
     uri = tracking.resolve_uri(run["tracking"]["uri"])
@@ -56,14 +58,21 @@ def train_cell(run: dict, rank: int = 0) -> dict:
         _, model = build(cfg)
         tags = _leaf_tags(run, leaf, "train")
         tags["backend"] = backend_tag(model)
+        log.info("%s: backends %s", leaf["id"], backend_report(model))
         params = tracking.flatten({k: v for k, v in cfg.items() if k in ("task", "model", "train", "eval")})
         params.update(seed=cfg["seed"], variant=cfg["variant"], point=cfg["point"])
         live = tracking.LiveRun(uri, run["paper"], f"train/{leaf['id']}", tags, params, leaf["hash"] + ".train") \
-            if tracking.is_live(uri) else None
-        result = train(cfg, out, leaf["hash"], rank=rank, on_log=live.log if live else None)
+            if tracking.is_live(uri) and distributed.rank() == 0 else None
+        result = train(cfg, out, leaf["hash"], on_log=live.log if live else None)
+        if distributed.rank() != 0:  # data-parallel: rank 0 alone writes the leaf's files
+            continue
         hist = result["history"]
         write_json(out / "history.json", hist)
-        metrics = {name: list(zip(hist["step"], hist[name])) for name in hist if name != "step"}
+        metrics = {name: list(zip(hist["step"], hist[name])) for name in hist if name not in ("step", "diagnostics")}
+        diag = hist.get("diagnostics") or {}
+        for name, values in diag.items():  # in-training evaluation (training loop, ``eval.every``)
+            if name != "step":
+                metrics[f"diag/{name}"] = [(s, v) for s, v in zip(diag["step"], values) if math.isfinite(v)]
         rec = tracking.buffer_record(key=leaf["hash"] + ".train", experiment=run["paper"], run_name=f"train/{leaf['id']}",
                                      tags=tags, params=params, metrics=metrics)
         tracking.write_buffer(out / "tracking-train.jsonl", [rec])
@@ -77,7 +86,8 @@ def train_cell(run: dict, rank: int = 0) -> dict:
         buffers.append(out / "tracking-train.jsonl")
         log.info("[%d/%d] %s: done in %.1f s (final train loss %.3g)", i, n, leaf["id"], result["seconds"],
                  done["final_train_loss"] or float("nan"))
-    tracking.ingest(buffers, uri, run["results"])
+    if distributed.rank() == 0:
+        tracking.ingest(buffers, uri, run["results"])
     return {"leaves": summary}
 
 
@@ -108,6 +118,49 @@ def evaluate_cell(run: dict) -> dict:
                         "sweep_value": cfg.get("sweep_value"), "seed": cfg["seed"], **m["metrics"]})
     tracking.ingest(buffers, uri, run["results"])
     return {"leaves": summary}
+
+
+def diagnose_cell(run: dict) -> dict:
+    """Diagnostics (Jacobians, gradient norms) of every leaf: ``task.diagnose(model, seed)`` on the trained
+    model when the leaf was trained, else on the model at initialisation (an experiment whose stages are
+    only ``[diagnose]``, e.g. the heads paper's Exp. II). Per leaf: ``diagnose.csv`` (the rows) and the
+    marker ``diagnose.json``; the cell summary carries every row (what ``collect`` gathers) and one line
+    per leaf."""
+    import pandas as pd
+
+    from .report.tables import write_csv
+    from .training.loop import build, load_trained
+
+    uri = tracking.resolve_uri(run["tracking"]["uri"])
+    buffers, summary, rows = [], [], []
+    for leaf in run["leaves"]:
+        out, cfg = Path(leaf["out_dir"]), leaf["config"]
+        marker = out / "diagnose.json"
+        if not _done(marker, leaf["hash"]):
+            trained = _done(out / "train.done.json", leaf["hash"])
+            task, model = load_trained(cfg, out) if trained else build(cfg)
+            model.eval()
+            t0 = time.perf_counter()
+            result = task.diagnose(model, int(cfg["seed"]))
+            write_csv(out / "diagnose.csv", result["rows"])
+            rec = tracking.buffer_record(key=leaf["hash"] + ".diagnose", experiment=run["paper"],
+                                         run_name=f"diagnose/{leaf['id']}", tags=_leaf_tags(run, leaf, "diagnose"),
+                                         params=tracking.flatten({k: v for k, v in cfg.items() if k in ("task", "model")}),
+                                         metrics=result["metrics"], parent_key=(leaf["hash"] + ".train") if trained else None)
+            tracking.write_buffer(out / "tracking-diagnose.jsonl", [rec])
+            write_json(marker, {"id": leaf["id"], "hash": leaf["hash"], "trained": trained, "rows": len(result["rows"]),
+                                "seconds": round(time.perf_counter() - t0, 3)})
+            log.info("%s: %d diagnostic rows in %.1f s (%s model)", leaf["id"], len(result["rows"]),
+                     time.perf_counter() - t0, "trained" if trained else "initial")
+        buffers.append(out / "tracking-diagnose.jsonl")
+        leaf_rows = pd.read_csv(out / "diagnose.csv").to_dict("records")
+        key = {"id": leaf["id"], "hash": leaf["hash"], "variant": cfg["variant"], "point": cfg["point"],
+               "sweep_value": cfg.get("sweep_value"), "seed": cfg["seed"],
+               "model": (cfg.get("model", {}).get("mixer") or {}).get("name", cfg.get("model", {}).get("name"))}
+        rows.extend({**key, **r} for r in leaf_rows)
+        summary.append({**key, **read_json(marker)})
+    tracking.ingest(buffers, uri, run["results"])
+    return {"leaves": summary, "rows": rows}
 
 
 def timed(fn, startup_s: float, *args, **kwargs) -> dict:

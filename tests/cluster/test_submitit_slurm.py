@@ -66,11 +66,12 @@ def test_executor_plugin_profile_matches_local(slurm, local_dag, tmp_path):
 
 
 def _long_run(tmp_path: Path) -> tuple[Path, dict]:
-    run = leaf_run_config(tmp_path / "results", k=8, heads=(4,), steps=4000, checkpoint_every=400, batch=64)
+    # long enough (about 20 s of training on a quiet 2-core machine) to be interrupted after a checkpoint
+    run = leaf_run_config(tmp_path / "results", k=8, heads=(4,), steps=12000, checkpoint_every=1000, batch=64, n=32)
     return write(tmp_path / "run.json", run), run
 
 
-def _wait_for_checkpoint(out_dir: Path, proc, min_step: int = 400, timeout: float = 180) -> int:
+def _wait_for_checkpoint(out_dir: Path, proc, min_step: int = 1000, timeout: float = 180) -> int:
     ckpt = out_dir / "checkpoint.pt"
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:

@@ -173,6 +173,62 @@ CASES = {
     ),
 }
 
+def decay(variant, xs=(1, 2, 3, 4), scale=1.0, **extra):
+    """One row per x with m = scale e^(-x/2) and extra columns (e.g. a reference rate)."""
+    return [dict(variant=variant, sweep_value=x, seed=0, m=scale * math.exp(-0.5 * x), **extra) for x in xs]
+
+
+# the slope options for fits (logx, natural logs, R^2, a reference rate) and series reduced to one value
+CASES.update({
+    "slope_loglog": dict(
+        ours={"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k8"}},
+        check={"kind": "slope", "logy": True, "logx": True, "lo": -1.1, "hi": -0.9},
+        # a power law 3 / x: log-log slope -1 (its semi-log slope would be far from it)
+        good=series("k8", {x: [3.0 / x] for x in (1, 10, 100, 1000)}),
+        bad=series("k8", {x: [3.0 / x ** 2] for x in (1, 10, 100, 1000)}),
+        good_value=[(x, 3.0 / x) for x in (1, 10, 100, 1000)], bad_value=[(x, 3.0 / x ** 2) for x in (1, 10, 100, 1000)],
+        missing=series("k8", {10: [0.3]}), missing_value=[(10, 0.3)], missing_detail="slope needs at least two points",
+        good_detail="slope -1 in [-1.1, -0.9]", bad_detail="slope -2 in [-1.1, -0.9]",
+    ),
+    "slope_min_r2": dict(
+        ours={"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k8"}},
+        check={"kind": "slope", "logy": True, "log_base": "e", "hi": 0, "min_r2": 0.99},
+        # an exact exponential e^(-x/2) (R^2 = 1) against a zig-zag whose slope is negative too but whose
+        # log-linear fit is poor: only R^2 tells them apart
+        good=decay("k8"),
+        bad=series("k8", {1: [1.0], 2: [0.1], 3: [1.0], 4: [0.01]}),
+        good_value=[(x, math.exp(-0.5 * x)) for x in (1, 2, 3, 4)], bad_value=[(1, 1.0), (2, 0.1), (3, 1.0), (4, 0.01)],
+        missing=None, missing_value=None, missing_detail="does not exist",
+        good_detail="slope -0.5 in [-inf, 0], R^2 1 >= 0.99",
+        bad_detail="slope -1.151 in [-inf, 0], R^2 0.454545 >= 0.99",
+    ),
+    "slope_relative_to": dict(
+        # the fitted rate per step over the mean of a reference column of the same rows (ln rho(A))
+        ours={"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k8"}},
+        check={"kind": "slope", "logy": True, "log_base": "e", "relative_to": {"metric": "rate", "aggregate": "mean"},
+               "lo": 0.95, "hi": 1.05},
+        good=decay("k8", rate=-0.5) + decay("k4", scale=7.0, rate=-9.0),  # k4 rows must not count
+        bad=decay("k8", rate=-0.4) + decay("k4", rate=-0.5),
+        good_value=[(x, math.exp(-0.5 * x)) for x in (1, 2, 3, 4)],
+        bad_value=[(x, math.exp(-0.5 * x)) for x in (1, 2, 3, 4)],
+        missing=decay("k8"), missing_value=[(x, math.exp(-0.5 * x)) for x in (1, 2, 3, 4)],
+        missing_detail="metric 'rate' not in exp1/summary.csv",
+        good_detail="slope -0.5 / -0.5 = 1 in [0.95, 1.05]", bad_detail="slope -0.5 / -0.4 = 1.25 in [0.95, 1.05]",
+    ),
+    "series_ratio_reduce_min": dict(
+        # the smallest pointwise ratio of two series (e.g. attention / SSM over T), as one value
+        ours={"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k4"},
+              "ratio_to": {"variant": "k2"}, "reduce": "min"},
+        check={"kind": "threshold", "op": ">", "value": 1},
+        good=series("k4", {1: [4.0, 4.0, 100.0], 2: [3.0]}) + series("k2", {1: [2.0], 2: [1.0]}),  # ratios 2, 3
+        bad=series("k4", {1: [4.0], 2: [1.0]}) + series("k2", {1: [2.0], 2: [2.0]}),  # ratios 2, 0.5
+        good_value=2.0, bad_value=0.5,
+        missing=series("k4", {1: [4.0], 2: [3.0]}) + series("k2", {1: [2.0]}), missing_value=None,
+        missing_detail="ratio_to: no results for sweep_value = [2]",
+        good_detail="2 > 1", bad_detail="0.5 > 1",
+    ),
+})
+
 VERDICT_IDS = {C.HOLDS: "holds", C.DIFFERS: "differs", C.NOT_EXPECTED: "not_expected", C.NOT_RUN: "not_run"}
 
 

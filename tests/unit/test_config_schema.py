@@ -26,7 +26,8 @@ def tree(tmp_path, root):
     """tmp_path/config/config.yaml and tmp_path/config/papers/heads.yaml copied from the repo."""
     (tmp_path / "config" / "papers").mkdir(parents=True)
     shutil.copy(root / "config" / "config.yaml", tmp_path / "config" / "config.yaml")
-    shutil.copy(root / "config" / "papers" / "heads.yaml", tmp_path / "config" / "papers" / "heads.yaml")
+    for paper in (root / "config" / "papers").glob("*.yaml"):  # config.yaml lists every paper; heads.yaml is mutated
+        shutil.copy(paper, tmp_path / "config" / "papers" / paper.name)
     return tmp_path
 
 
@@ -103,7 +104,7 @@ CASES = [
     ("missing-train-steps", None, lambda p: exp1(p)["base"]["train"].pop("steps"),
      PAPER, "experiments.exp1.base.train", ["'steps' is a required property"]),
     ("unknown-task", None, lambda p: exp1(p)["base"]["task"].update(name="parity"),
-     PAPER, "experiments.exp1.base.task.name", ["unknown task 'parity'", "known: rotation_teacher"]),
+     PAPER, "experiments.exp1.base.task.name", ["unknown task 'parity'", "known: ", "rotation_teacher"]),
     ("unknown-mixer", None, lambda p: exp1(p)["base"]["model"]["mixer"].update(name="mamba9"),
      PAPER, "experiments.exp1.base.model.mixer.name", ["unknown mixer 'mamba9'", "factorized_linear_attention"]),
     ("unknown-mixer-in-variant", None, lambda p: exp1(p)["variants"]["k4"].update(model={"mixer": {"name": "x"}}),
@@ -167,6 +168,22 @@ CASES = [
      PAPER, "claims[0]", ["'ours' is a required property"]),
     ("claim-bad-aggregate", None, lambda p: p["claims"][0]["ours"].update(aggregate="mode"),
      PAPER, "claims[0].ours.aggregate", ["'mode' is not one of ['mean', 'median', 'geomean', 'min', 'max']"]),
+    ("claim-reduce-on-a-slope", None,
+     lambda p: (p["claims"][0].update(check={"kind": "slope"}), p["claims"][0]["ours"].update(over="H", reduce="min")),
+     PAPER, "claims[0].ours.reduce", ["check kind 'slope' needs the series: remove ours.reduce"]),
+    ("claim-reduce-without-series", None, lambda p: p["claims"][1]["ours"].update(reduce="min"),
+     PAPER, "claims[1].ours.reduce", ["ours.reduce needs a series"]),
+    ("claim-bad-reduce", None, lambda p: p["claims"][2]["ours"].update(over="H", reduce="mean"),
+     PAPER, "claims[2].ours.reduce", ["'mean' is not one of ['min', 'max']"]),
+    ("claim-unknown-slope-key", None, lambda p: p["claims"][0].update(check={"kind": "slope", "r2": 0.9}),
+     PAPER, "claims[0].check", ["'r2' was unexpected", "allowed keys: hi, kind, lo, log_base, logx, logy, min_r2"]),
+    ("claim-bad-log-base", None, lambda p: p["claims"][0].update(check={"kind": "slope", "log_base": 2}),
+     PAPER, "claims[0].check.log_base", ["2 is not one of [10, 'e']"]),
+    # an experiment that trains needs a full train block; one that only measures models at init does not
+    ("training-experiment-without-train", None, lambda p: exp1(p)["base"].pop("train"),
+     PAPER, "experiments.exp1.base", ["'train' is a required property"]),
+    ("measured-experiment-that-trains", None, lambda p: p["experiments"]["exp2"].update(stages=["train", "evaluate"]),
+     PAPER, "experiments.exp2.base.train", ["is a required property"]),
 ]
 
 
@@ -235,15 +252,18 @@ def test_shipped_configs_validate_at_every_scale(root, scale):
     out = load_all(cfg, root=root, config_file=str(root / "config" / "config.yaml"))
     assert set(out["papers"]) == set(cfg["papers"])
     paper = out["papers"]["heads"]
-    exp = paper["experiments"]["exp1"]
-    sc = exp["scales"][scale]
     leaves = expand_leaves("heads", paper, scale)
-    n_points = len(sc.get("sweep_values", exp["sweep"]["values"]))
-    assert len(leaves) == len(exp["variants"]) * n_points * len(sc["seeds"])
+    want = 0
+    for exp in paper["experiments"].values():
+        sc = exp["scales"][scale]
+        n_points = len(sc.get("sweep_values", exp["sweep"]["values"])) if exp.get("sweep") else 1
+        want += len(exp["variants"]) * n_points * len(sc["seeds"])
+    assert len(leaves) == want
     assert len({leaf.hash for leaf in leaves}) == len(leaves)  # every leaf's config is distinct
     cells = expand_cells("heads", paper, scale)
     assert sum(len(v) for v in cells.values()) == len(leaves)
-    assert all(len(v) <= sc["cell_size"] for v in cells.values())
+    for (experiment, cell), members in cells.items():
+        assert len(members) <= paper["experiments"][experiment]["scales"][scale]["cell_size"]
     for (experiment, cell), members in cells.items():
         assert {leaf.variant for leaf in members} == {cell.rsplit("-", 1)[0]}  # cells never mix variants
 

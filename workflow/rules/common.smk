@@ -41,6 +41,12 @@ def cells_of(paper, experiment):
     return [cell for (exp, cell) in CELLS[paper] if exp == experiment]
 
 
+def stages_of(paper, experiment):
+    """The stages an experiment's cells run (default train -> evaluate; e.g. [diagnose] alone for models that
+    are measured at initialisation)."""
+    return PAPERS[paper]["experiments"][experiment].get("stages") or ["train", "evaluate"]
+
+
 def cell_run_spec(paper, experiment, cell):
     return canonical_json(cell_run_config(paper, experiment, cell, CELLS[paper][(experiment, cell)], SCALE, config))
 

@@ -79,11 +79,6 @@ rule evaluate:
         "--dispatch {input.dispatch:q} 2> {log:q}"
 
 
-# An experiment runs its `stages` (default train -> evaluate); collect gathers its last stage's cells.
-def stages_of(paper, experiment):
-    return PAPERS[paper]["experiments"][experiment].get("stages") or ["train", "evaluate"]
-
-
 # Diagnostics (Jacobians, gradient norms) per cell: of the trained model when the experiment trains,
 # else of the model at initialisation (the heads paper's Exp. II measures models that are never trained).
 rule diagnose:
@@ -105,6 +100,7 @@ rule diagnose:
         "--dispatch {input.dispatch:q} 2> {log:q}"
 
 
+# An experiment runs its `stages` (default train -> evaluate); collect gathers its last stage's cells.
 rule collect:
     input:
         lambda w: expand(R(w.paper, w.experiment, "cells", "{cell}.{stage}.json"),

@@ -4,6 +4,8 @@ The heads paper's students and teachers are single mixers, so its experiments us
 """
 from __future__ import annotations
 
+import inspect
+
 from torch import nn
 
 from .. import registry
@@ -20,8 +22,16 @@ class BareMixer(nn.Module):
     def __init__(self, task, mixer: dict):
         super().__init__()
         opts = dict(mixer)
-        cls = registry.get_mixer(opts.pop("name"))
-        self.mixer = cls(d_in=task.d_in, d_out=task.d_out, seq_len=task.seq_len, **opts)
+        name = opts.pop("name")
+        cls = registry.get_mixer(name)
+        if "d_in" in inspect.signature(cls.__init__).parameters:
+            self.mixer = cls(d_in=task.d_in, d_out=task.d_out, seq_len=task.seq_len, **opts)
+        else:  # the library's width-preserving mixers (d_model in, d_model out)
+            if task.d_in != task.d_out:
+                raise ValueError(f"mixer {name!r} keeps the width, but the task maps {task.d_in} -> {task.d_out} channels")
+            from ..mixers.base import build_mixer
+
+            self.mixer = build_mixer(name, task.d_in, task.seq_len, **opts)
 
     def forward(self, x):
         return self.mixer(x)

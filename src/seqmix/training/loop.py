@@ -8,6 +8,7 @@ and ends bit-identical to an uninterrupted run (same thread count).
 from __future__ import annotations
 
 import logging
+import math
 import time
 from pathlib import Path
 from typing import Callable
@@ -61,14 +62,19 @@ def check_finite(step: int, loss: torch.Tensor, model: torch.nn.Module, where: s
             raise NonFiniteError(f"step {step}: tensor '{grad}' has non-finite values")
 
 
-def train(cfg: dict, out_dir: str | Path, config_hash: str, rank: int = 0,
+def train(cfg: dict, out_dir: str | Path, config_hash: str,
           on_log: Callable[[int, dict], None] | None = None,
           stop_after: int | None = None) -> dict:
     """Train one leaf. Writes ``checkpoint.pt`` every ``checkpoint_every`` steps and ``model.pt`` at the end.
 
     Returns {"history": {"step": [...], "train_loss": [...], "lr": [...]}, "steps": int, "resumed_from": int | None,
     "seconds": float}. ``on_log(step, metrics)`` is called at every logged step (live tracking).
+    In-training evaluation: when the leaf config has ``eval.every`` and the task a ``diagnostics(model)``
+    method, its metrics are recorded at step 0, every ``eval.every`` steps and at the end, under
+    ``history["diagnostics"]`` = {"step": [...], name: [...]} (and passed to ``on_log``).
     ``stop_after`` ends early after that many steps (tests use it; a normal run never sets it).
+    Data-parallel (torch.distributed initialised): every rank draws the same global batch and trains on
+    its shard; gradients and the logged loss are averaged over ranks; only rank 0 writes files.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -78,6 +84,9 @@ def train(cfg: dict, out_dir: str | Path, config_hash: str, rank: int = 0,
     log_every = tcfg.get("log_every", max(1, steps // 20))
     seed = int(cfg["seed"])
 
+    from . import distributed
+
+    world, rank = distributed.world_size(), distributed.rank()
     task, model = build(cfg)
     opt = build_optimizer(model.parameters(), tcfg)
     sched = build_scheduler(opt, tcfg)
@@ -97,16 +106,36 @@ def train(cfg: dict, out_dir: str | Path, config_hash: str, rank: int = 0,
         else:
             log.info("%s: checkpoint belongs to another config (%s); starting afresh", out, ckpt.get("config_hash"))
 
+    diag_every = (cfg.get("eval") or {}).get("every") if hasattr(task, "diagnostics") else None
+
+    def diagnose(done: int) -> None:
+        diag = history.setdefault("diagnostics", {"step": []})
+        if diag["step"] and diag["step"][-1] >= done:
+            return
+        row = {k: float(v) for k, v in task.diagnostics(model).items()}
+        diag["step"].append(done)
+        for name, value in row.items():
+            diag.setdefault(name, []).append(value)
+        if on_log:
+            on_log(done, {f"diag/{k}": v for k, v in row.items() if math.isfinite(v)})
+
     t0 = time.perf_counter()
     model.train()
+    if diag_every and start == 0:
+        diagnose(0)
     for step in range(start, steps):
         if stop_after is not None and step >= stop_after:
             break
-        x, y = task.batch(seed, step, rank, batch)
+        x, y = task.batch(seed, step, 0, batch)  # the global batch: the same on every rank
+        if world > 1:
+            x, y = distributed.shard(x, rank, world), distributed.shard(y, rank, world)
         loss = task.loss(model(x), y)
         check_finite(step, loss, model, "loss")
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        if world > 1:
+            distributed.average_gradients(model)
+            loss = distributed.mean(loss)
         check_finite(step, loss, model, "grad")
         if tcfg.get("grad_clip"):
             torch.nn.utils.clip_grad_norm_(model.parameters(), tcfg["grad_clip"])
@@ -120,11 +149,14 @@ def train(cfg: dict, out_dir: str | Path, config_hash: str, rank: int = 0,
                 history[name].append(value)
             if on_log:
                 on_log(done, row)
-        if done % ckpt_every == 0 or done == steps:
+        if diag_every and (done % diag_every == 0 or done == steps):
+            diagnose(done)
+        if rank == 0 and (done % ckpt_every == 0 or done == steps):
             torch_save({"model": model.state_dict(), "optimizer": opt.state_dict(),
                         "scheduler": sched.state_dict(), "step": done, "history": history,
                         "config_hash": config_hash}, ckpt_path)
-    torch_save(model.state_dict(), out / "model.pt")
+    if rank == 0:
+        torch_save(model.state_dict(), out / "model.pt")
     return {"history": history, "steps": steps, "resumed_from": resumed_from,
             "seconds": time.perf_counter() - t0}
 

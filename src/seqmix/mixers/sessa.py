@@ -1,0 +1,161 @@
+"""Sessa: attention inside a feedback loop (sessa spec §2.1-2.3).
+
+Mixer, on a_bar: (B, T, D):
+    f       = MHA_RoPE(a_bar)                   forward branch: causal softmax over j <= t, RoPE (interleaved
+                                                pairs, base 10000) on q_f, k_f; heads concatenated, out_proj
+                                                (no bias) when heads > 1
+    alpha   = softmax_{j<t}(D^-1/2 q_b[t] . k_b[j])   feedback branch: ONE head of full width D, no positional
+                                                encoding, strictly past; row 0 is empty and set to 0
+    gamma_t = gamma_max tanh(gamma_bias + a_bar_t . w_gamma)       gamma_bias init 1.0, gamma_max = 0.999
+    s       = (I - B_fb)^{-1} f,  B_fb[t, j] = gamma_t alpha[t, j]    (seqmix.ops.feedback_solve)
+``feedback=False`` (registered as ``sessa_nofb``) drops proj_fb and gamma and returns s = f (the Sec. 5.2
+ablation; fewer parameters, not re-matched, as in the paper).
+
+Block (``SessaBlock``, any mixer inside): y = x + (mixer(GELU(a)) * g) W_out + b_out, (a, g) = LN(x) W_in + b_in.
+It is the Sessa decoder layer and, with another mixer, the spec's ``macro=shared`` baselines (§2.4, §2.5).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..ops import feedback_solve as fs_ops
+from ..ops import rotary
+from ..registry import register_mixer
+from .base import check_divides, check_input, check_positive_int
+
+
+@register_mixer("sessa")
+class SessaMixer(nn.Module):
+    causal = True
+    config_schema = {
+        "type": "object", "additionalProperties": False,
+        "properties": {
+            "heads": {"type": "integer", "minimum": 1},
+            "gamma_max": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+            "feedback": {"type": "boolean"},
+            "rope_base": {"type": "number", "exclusiveMinimum": 0},
+        },
+    }
+
+    def __init__(self, d_model: int, heads: int = 4, gamma_max: float = 0.999, feedback: bool = True,
+                 rope_base: float = 10000.0, seq_len: int | None = None):
+        super().__init__()
+        check_positive_int(d_model=d_model, heads=heads)
+        check_divides("heads", heads, "d_model", d_model)
+        dh = d_model // heads
+        if dh % 2:
+            raise ValueError(f"head_dim = d_model / heads = {dh} must be even for RoPE")
+        if not 0 < gamma_max < 1:
+            raise ValueError(f"gamma_max must lie in (0, 1), got {gamma_max!r}")
+        self.d_model, self.heads, self.head_dim, self.gamma_max, self.feedback = d_model, heads, dh, gamma_max, feedback
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=True)
+        self.out_proj = nn.Linear(d_model, d_model, bias=False) if heads > 1 else nn.Identity()
+        self.register_buffer("omega", rotary.rope_frequencies(dh, rope_base), persistent=False)
+        if feedback:
+            self.proj_fb = nn.Linear(d_model, 2 * d_model, bias=True)
+            self.w_gamma = nn.Linear(d_model, 1, bias=False)
+            self.gamma_bias = nn.Parameter(torch.tensor(1.0))
+        self.backend = "reference"
+
+    # ------------------------------------------------------------------ pieces
+    def forward_branch(self, a: torch.Tensor) -> torch.Tensor:
+        """f = out_proj(causal RoPE multi-head attention of a): (B, T, D)."""
+        Bsz, T, D = a.shape
+        q, k, v = self.qkv(a).view(Bsz, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        cos, sin = rotary.cos_sin(rotary.rope_angles(T, self.omega), a.dtype)
+        q, k = rotary.rotate(q, cos, sin, "interleaved"), rotary.rotate(k, cos, sin, "interleaved")
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.out_proj(o.transpose(1, 2).reshape(Bsz, T, D))
+
+    def gamma(self, a: torch.Tensor) -> torch.Tensor:
+        """gamma_t in (-gamma_max, gamma_max): (B, T)."""
+        return self.gamma_max * torch.tanh(self.gamma_bias + self.w_gamma(a)[..., 0])
+
+    def feedback_weights(self, a: torch.Tensor) -> torch.Tensor:
+        """alpha_fb: (B, T, T), softmax over j < t, row 0 all zero."""
+        T = a.shape[1]
+        qb, kb = self.proj_fb(a).chunk(2, dim=-1)
+        logits = (qb @ kb.transpose(1, 2)) * self.d_model ** -0.5
+        strict = torch.ones(T, T, dtype=torch.bool, device=a.device).tril(-1)
+        strict_row0 = strict.clone()
+        strict_row0[0, 0] = True  # row 0 has no past: give the softmax one finite entry, zero the row after
+        alpha = torch.softmax(logits.masked_fill(~strict_row0, float("-inf")), dim=-1)
+        return alpha * strict.to(alpha.dtype)
+
+    def forward(self, a: torch.Tensor) -> torch.Tensor:
+        """a (= GELU of the block's input branch): (B, T, D) -> s: (B, T, D), causal."""
+        check_input(a, self.d_model, "SessaMixer")
+        f = self.forward_branch(a)
+        if not self.feedback:
+            return f
+        self.backend = fs_ops.backend_for(f)
+        return fs_ops.feedback_solve(f, self.gamma(a), self.feedback_weights(a))
+
+    # ------------------------------------------------------------------ decoding, O(t D) per step
+    def init_state(self, batch: int, dtype=torch.float32, device=None) -> dict:
+        e = torch.zeros(batch, 0, self.d_model, dtype=dtype, device=device)
+        return {"t": 0, "k": e, "v": e, "kb": e, "s": e}
+
+    def step(self, a_t: torch.Tensor, state: dict):
+        """a_t: (B, D) -> (s_t: (B, D), state). Caches rotated k_f, v, k_b and the solved past s."""
+        Bsz, D = a_t.shape
+        t = state["t"]
+        q, k, v = self.qkv(a_t).view(Bsz, 3, self.heads, self.head_dim).unbind(1)  # (B, H, dh)
+        cos, sin = rotary.cos_sin(rotary.rope_angles(1, self.omega, offset=t)[0], a_t.dtype)
+        q, k = rotary.rotate(q, cos, sin, "interleaved"), rotary.rotate(k, cos, sin, "interleaved")
+        K = torch.cat((state["k"], k.reshape(Bsz, 1, D)), 1)
+        V = torch.cat((state["v"], v.reshape(Bsz, 1, D)), 1)
+        Kh, Vh = K.view(Bsz, t + 1, self.heads, self.head_dim), V.view(Bsz, t + 1, self.heads, self.head_dim)
+        att = torch.softmax(torch.einsum("bhd,bjhd->bhj", q, Kh) / math.sqrt(self.head_dim), dim=-1)
+        f = self.out_proj(torch.einsum("bhj,bjhd->bhd", att, Vh).reshape(Bsz, D))
+        new = {"t": t + 1, "k": K, "v": V, "kb": state["kb"], "s": state["s"]}
+        s = f
+        if self.feedback:
+            qb, kb = self.proj_fb(a_t).chunk(2, dim=-1)
+            if t > 0:
+                alpha = torch.softmax(torch.einsum("bd,bjd->bj", qb, state["kb"]) * D ** -0.5, dim=-1)
+                g = self.gamma(a_t[:, None])[:, 0]
+                s = f + g[:, None] * torch.einsum("bj,bjd->bd", alpha, state["s"])
+            new["kb"] = torch.cat((state["kb"], kb[:, None]), 1)
+        new["s"] = torch.cat((state["s"], s[:, None]), 1)
+        return s, new
+
+
+@register_mixer("sessa_nofb")
+class SessaNoFeedback(SessaMixer):
+    """Sessa with the feedback branch removed (s = f): a gated single-read RoPE attention mixer."""
+
+    config_schema = {**SessaMixer.config_schema,
+                     "properties": {k: v for k, v in SessaMixer.config_schema["properties"].items()
+                                    if k not in ("feedback", "gamma_max")}}
+
+    def __init__(self, d_model: int, heads: int = 4, rope_base: float = 10000.0, seq_len: int | None = None):
+        super().__init__(d_model, heads=heads, feedback=False, rope_base=rope_base)
+
+
+class SessaBlock(nn.Module):
+    """The Sessa decoder layer around any mixer: x + (mixer(GELU(a)) * g) W_out + b_out, (a, g) = LN(x) W_in + b_in.
+    (B, T, D) -> (B, T, D). No separate MLP: the block is itself the gated MLP."""
+
+    def __init__(self, d_model: int, mixer: nn.Module, eps: float = 1e-5):
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model, eps=eps)
+        self.w_in = nn.Linear(d_model, 2 * d_model, bias=True)
+        self.mixer = mixer
+        self.w_out = nn.Linear(d_model, d_model, bias=True)
+
+    def forward(self, x: torch.Tensor, **kw) -> torch.Tensor:
+        a, g = self.w_in(self.norm(x)).chunk(2, dim=-1)
+        return x + self.w_out(self.mixer(F.gelu(a), **kw) * g)
+
+    def init_state(self, batch: int, dtype=torch.float32, device=None):
+        return self.mixer.init_state(batch, dtype, device)
+
+    def step(self, x_t: torch.Tensor, state):
+        a, g = self.w_in(self.norm(x_t)).chunk(2, dim=-1)
+        s, state = self.mixer.step(F.gelu(a), state)
+        return x_t + self.w_out(s * g), state

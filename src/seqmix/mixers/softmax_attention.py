@@ -1,0 +1,240 @@
+"""Causal multi-head softmax attention and its positional variants (rotations paper M0-M7; sessa §2.4),
+plus PaTH attention (accumulated Householder transforms), the anchor of the accumulated-transport family.
+
+    q, k, v = x W_qkv + b ;  heads of width d_h = d_model / heads
+    logits_ij = q_i . k_j / sqrt(d_h) (+ ALiBi bias) ,  j <= i ;  out = concat_h(softmax @ v) W_o + b_o
+
+Positional mechanisms (``position``):
+- ``nope``: none (M0).
+- ``rope``: Theta_i = i omega, omega_b = base^(-2b/d_h) (M1; M2 with ``rotate_values``).
+- ``alibi``: bias -m_h (i - j), m_h = 2^(-8h/H) (M7).
+- ``so2_random``: steps psi_{t,b} ~ U(-s f_b, s f_b), f_b = omega_b, redrawn at every forward from the
+  module's own generator (M3; M4 with ``rotate_values``); ``random_scale`` s (1 in the paper; 0 gives NoPE).
+  ``angles_per_head`` False (default, the paper's text) shares the angles across heads; ``value_path``
+  ``separate`` (default, rotations spec U11) draws independent steps for the value rotation, ``same`` reuses them.
+- ``so2_learned``: psi_t = omega + pi tanh(g_t) (M5; M6 with ``rotate_values``), g_t = E[token_t] (a per-token
+  table, when ``vocab_size`` is set and the model passes ``tokens``) or g_t = x_t W_g (hidden-state
+  dependent otherwise); E / W_g start at zero, so the variant equals RoPE at initialisation.
+Accumulated angles are EXCLUSIVE prefix sums in float64 (seqmix.ops.rotary). Direction convention (one
+for all variants; see ops/rotary/reference.py): q, k (and v) at position i are rotated by R(+Theta_i) and the
+output by R(-Theta_i) before W_o, so score_ij = q_i^T R(Theta_j - Theta_i) k_j and the transported value is
+R(Theta_j - Theta_i) v_j: the paper's P_{j->i} = A_i^{-1} A_j on both paths.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..ops import rotary
+from ..ops.path_attention import backend_for as path_backend_for
+from ..ops.path_attention import path_attention
+from ..registry import register_mixer
+from .base import check_divides, check_input, check_positive_int
+
+POSITIONS = ("nope", "rope", "alibi", "so2_random", "so2_learned")
+
+
+def alibi_slopes(heads: int) -> torch.Tensor:
+    """m_h = 2^(-8h/H), h = 1..H."""
+    return torch.tensor([2.0 ** (-8.0 * h / heads) for h in range(1, heads + 1)], dtype=torch.float64)
+
+
+@register_mixer("softmax_attention")
+class SoftmaxAttention(nn.Module):
+    causal = True
+    config_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "heads": {"type": "integer", "minimum": 1},
+            "position": {"enum": list(POSITIONS)},
+            "rotate_values": {"type": "boolean"},
+            "angles_per_head": {"type": "boolean"},
+            "value_path": {"enum": ["separate", "same"]},
+            "random_scale": {"type": "number", "minimum": 0},
+            "angle_seed": {"type": "integer", "minimum": 0},
+            "vocab_size": {"type": ["integer", "null"], "minimum": 1},
+            "rope_base": {"type": "number", "exclusiveMinimum": 0},
+            "layout": {"enum": ["half", "interleaved"]},
+            "bias": {"type": "boolean"},
+        },
+    }
+
+    def __init__(self, d_model: int, heads: int = 4, position: str = "rope", rotate_values: bool = False,
+                 angles_per_head: bool | None = None, value_path: str = "separate", random_scale: float = 1.0,
+                 angle_seed: int = 12345, vocab_size: int | None = None, rope_base: float = 10000.0,
+                 layout: str = "half", bias: bool = True, seq_len: int | None = None):
+        super().__init__()
+        check_positive_int(d_model=d_model, heads=heads)
+        check_divides("heads", heads, "d_model", d_model)
+        if position not in POSITIONS:
+            raise ValueError(f"position must be one of {POSITIONS}, got {position!r}")
+        dh = d_model // heads
+        rotates = position in ("rope", "so2_random", "so2_learned")
+        if rotates and dh % 2:
+            raise ValueError(f"head_dim = d_model / heads = {dh} must be even for rotations (position={position!r})")
+        if rotate_values and not rotates:
+            raise ValueError(f"rotate_values needs a rotation position, got position={position!r}")
+        if value_path not in ("separate", "same"):
+            raise ValueError(f"value_path must be 'separate' or 'same', got {value_path!r}")
+        self.d_model, self.heads, self.head_dim = d_model, heads, dh
+        self.position, self.rotate_values, self.layout = position, rotate_values, layout
+        self.value_path, self.random_scale = value_path, float(random_scale)
+        # per head by default for learned angles (one table per layer, V x H*B: spec U12), shared for random (U10)
+        self.angles_per_head = (position == "so2_learned") if angles_per_head is None else angles_per_head
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.out = nn.Linear(d_model, d_model, bias=bias)
+        self.register_buffer("omega", rotary.rope_frequencies(dh, rope_base), persistent=False)
+        if position == "alibi":
+            self.register_buffer("slopes", alibi_slopes(heads), persistent=False)
+        self.angle_seed = angle_seed
+        self._gen: torch.Generator | None = None
+        n_ang = (heads if self.angles_per_head else 1) * (dh // 2)
+        self.vocab_size = vocab_size
+        self.needs_tokens = position == "so2_learned" and vocab_size is not None
+        if position == "so2_learned":
+            if vocab_size is not None:
+                self.angle_table = nn.Parameter(torch.zeros(vocab_size, n_ang))
+            else:
+                self.angle_proj = nn.Linear(d_model, n_ang, bias=False)
+                nn.init.zeros_(self.angle_proj.weight)
+        self.backend = "reference"
+
+    # ------------------------------------------------------------------ angles
+    def reseed(self, seed: int | None = None) -> None:
+        """Restart the random-angle generator (so2_random), e.g. per evaluation length (spec U17)."""
+        self._gen = torch.Generator(device="cpu")
+        self._gen.manual_seed(self.angle_seed if seed is None else seed)
+
+    def _random_steps(self, Bsz: int, T: int) -> torch.Tensor:
+        if self._gen is None:
+            self.reseed()
+        nh = self.heads if self.angles_per_head else 1
+        u = torch.rand(Bsz, nh, T, self.head_dim // 2, generator=self._gen, dtype=torch.float64)
+        return ((2 * u - 1) * self.random_scale * self.omega.cpu()).to(self.omega.device)
+
+    def angles(self, x: torch.Tensor, tokens: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(Theta for q/k, Theta for v or None): float64, (B or 1, H or 1, T, d_h/2), wrapped."""
+        Bsz, T, _ = x.shape
+        if self.position == "rope":
+            th = rotary.rope_angles(T, self.omega)[None, None]
+            return th, (th if self.rotate_values else None)
+        if self.position == "so2_random":
+            th = rotary.accumulate_angles(self._random_steps(Bsz, T))
+            thv = None
+            if self.rotate_values:
+                thv = th if self.value_path == "same" else rotary.accumulate_angles(self._random_steps(Bsz, T))
+            return th, thv
+        if self.position == "so2_learned":
+            if self.needs_tokens:
+                if tokens is None:
+                    raise ValueError("so2_learned with vocab_size needs tokens=(batch, length) token ids")
+                g = self.angle_table[tokens]
+            else:
+                g = self.angle_proj(x)
+            nh = self.heads if self.angles_per_head else 1
+            g = g.reshape(Bsz, T, nh, self.head_dim // 2).transpose(1, 2)
+            psi = self.omega + math.pi * torch.tanh(g.to(torch.float64))
+            th = rotary.accumulate_angles(psi)
+            return th, (th if self.rotate_values else None)
+        return None, None
+
+    # ------------------------------------------------------------------ forward
+    def forward(self, x: torch.Tensor, tokens: torch.Tensor | None = None) -> torch.Tensor:
+        """x: (B, T, d_model) -> (B, T, d_model), causal. ``tokens`` (B, T): only for learned per-token angles."""
+        check_input(x, self.d_model, type(self).__name__)
+        Bsz, T, _ = x.shape
+        q, k, v = self.qkv(x).view(Bsz, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        th, thv = self.angles(x, tokens)
+        if th is not None:
+            cos, sin = rotary.cos_sin(th, x.dtype)
+            q = rotary.rotate(q, cos, sin, self.layout)
+            k = rotary.rotate(k, cos, sin, self.layout)
+        if thv is not None:
+            cv, sv = rotary.cos_sin(thv, x.dtype)  # the same tensors rotate v and the output back (pitfall 2)
+            v = rotary.rotate(v, cv, sv, self.layout)
+        if self.position == "alibi":
+            i = torch.arange(T, device=x.device)
+            dist = (i[:, None] - i[None, :]).to(x.dtype)
+            bias = -self.slopes.to(x.dtype)[:, None, None] * dist
+            bias = bias.masked_fill(i[None, :] > i[:, None], float("-inf"))
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        else:
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if thv is not None:
+            o = rotary.rotate(o, cv, sv, self.layout, inverse=True)  # before W_o (spec U23)
+        return self.out(o.transpose(1, 2).reshape(Bsz, T, self.d_model))
+
+
+def _variant(name: str, doc: str, **preset):
+    """Register a named preset of SoftmaxAttention (the names a config or the cross-paper matrix uses)."""
+
+    class Variant(SoftmaxAttention):
+        config_schema = {**SoftmaxAttention.config_schema,
+                         "properties": {k: v for k, v in SoftmaxAttention.config_schema["properties"].items()
+                                        if k not in preset}}
+
+        def __init__(self, d_model: int, **kw):
+            clash = set(kw) & set(preset)
+            if clash:
+                raise ValueError(f"mixer {name!r} fixes {sorted(clash)}")
+            super().__init__(d_model, **preset, **kw)
+
+    Variant.__name__ = Variant.__qualname__ = "".join(p.capitalize() for p in name.split("_")) + "Attention"
+    Variant.__doc__ = doc
+    return register_mixer(name)(Variant)
+
+
+_variant("nope", "M0: causal softmax attention without positional encoding.", position="nope")
+_variant("rope", "M1: RoPE on q and k.", position="rope")
+_variant("rope_qkv", "M2: RoPE on q, k and v (output rotated back).", position="rope", rotate_values=True)
+_variant("alibi", "M7: ALiBi distance bias.", position="alibi")
+_variant("so2_random_qk", "M3: random accumulated SO(2) rotations of q, k.", position="so2_random")
+_variant("so2_random_qkv", "M4: random accumulated SO(2) rotations of q, k, v.", position="so2_random",
+         rotate_values=True)
+_variant("so2_learned_qk", "M5: learned token-dependent accumulated rotations of q, k.", position="so2_learned")
+_variant("so2_learned_qkv", "M6: learned token-dependent accumulated rotations of q, k, v.",
+         position="so2_learned", rotate_values=True)
+
+
+@register_mixer("path")
+class PaTHAttention(nn.Module):
+    """PaTH attention: logits q_i^T H_i..H_{j+1} k_j with H_t = I - beta_t w_t w_t^T (see
+    ops/path_attention). w_t = normalize(x_t W_w) per head, beta_t = 2 sigmoid(x_t W_beta + b) in (0, 2).
+    (The PaTH paper also runs a short convolution before normalising w; left out here.)"""
+
+    causal = True
+    config_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "heads": {"type": "integer", "minimum": 1},
+            "chunk": {"type": "integer", "minimum": 1},
+            "bias": {"type": "boolean"},
+        },
+    }
+
+    def __init__(self, d_model: int, heads: int = 4, chunk: int = 32, bias: bool = True, seq_len: int | None = None):
+        super().__init__()
+        check_positive_int(d_model=d_model, heads=heads, chunk=chunk)
+        check_divides("heads", heads, "d_model", d_model)
+        self.d_model, self.heads, self.head_dim, self.chunk = d_model, heads, d_model // heads, chunk
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.w_proj = nn.Linear(d_model, d_model, bias=False)
+        self.beta_proj = nn.Linear(d_model, heads, bias=True)
+        self.out = nn.Linear(d_model, d_model, bias=bias)
+        self.backend = "reference"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x: (B, T, d_model) -> (B, T, d_model), causal."""
+        check_input(x, self.d_model, "PaTHAttention")
+        Bsz, T, _ = x.shape
+        q, k, v = self.qkv(x).view(Bsz, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        w = F.normalize(self.w_proj(x).view(Bsz, T, self.heads, self.head_dim).transpose(1, 2), dim=-1, eps=1e-6)
+        beta = 2 * torch.sigmoid(self.beta_proj(x)).transpose(1, 2)  # (B, H, T)
+        self.backend = path_backend_for(q)
+        o = path_attention(q, k, v, w, beta, chunk=self.chunk)
+        return self.out(o.transpose(1, 2).reshape(Bsz, T, self.d_model))

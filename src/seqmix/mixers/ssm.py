@@ -1,0 +1,487 @@
+"""State-space mixers: S4D, S6 (Mamba-1 selective scan), B2S6, the Mamba-1 block and Mamba2 (SSD).
+
+Units (b2s6 spec §2.1-2.3) map u: (B, L, d) -> y: (B, L, d) with one diagonal state of size n per channel:
+- ``s4d``  : LTI, per-channel step Delta = exp(b), per-channel B, C (complex), A shared. Convolution form
+             (FFT, default) and recurrent form (``mode="recurrent"``) through ops.selective_scan.
+- ``s6``   : Delta_k = softplus(w . u_k + b) (rank-1; ``dt_rank`` > 1 or "auto" = ceil(d/16) gives Mamba's
+             low-rank projection), B_k = B u_k and C_k = u_k^T C shared by all channels, real A.
+- ``b2s6`` : h blocks of p = d/h channels; block-wise selective Delta, B, C; a per-channel, input-independent
+             bias B_bias in the input matrix; complex (default) or real (``complex=False``); ``bias=False`` is the
+             block-only variant. ``param_groups`` returns the paper's optimiser groups (spec §2.9).
+Blocks:
+- ``mamba``  : the Mamba-1 block, in_proj -> causal depthwise conv (4) -> SiLU -> unit -> * SiLU(z) -> out_proj,
+               with the unit swappable (``unit`` = s6 | s4d | b2s6; b2s6 spec §2.7). Default unit: S6 with
+               Mamba's options (low-rank dt, per-channel A, D skip).
+- ``mamba2`` : Mamba2 with scalar-identity SSD (sessa spec §2.5), chunked (default) or recurrent form.
+All use ZOH for A; B is ZOH (``disc="zoh"``, the paper's Algorithm 2) or Euler (Mamba's CUDA code; Mamba2).
+Complex parameters are kept as real tensors (..., 2) so that AdamW acts on real and imaginary parts;
+A = -exp(log_re) + i im keeps Re A < 0.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..ops import fftconv, selective_scan as ss_ops, ssd as ssd_ops
+from ..registry import register_mixer
+from .base import check_divides, check_input, check_positive_int
+
+
+def _inv_softplus(x: torch.Tensor) -> torch.Tensor:
+    return x + torch.log(-torch.expm1(-x))
+
+
+def _log_uniform(shape, lo: float, hi: float) -> torch.Tensor:
+    return torch.exp(torch.rand(shape) * (math.log(hi) - math.log(lo)) + math.log(lo))
+
+
+class _DiagA(nn.Module):
+    """A = -exp(log_re) (+ i im): (n,) tied across channels, or (d, n) per channel.
+    init ``lin``: a_m = -1/2 + i pi m (S4D-Lin; complex); ``real``: a_m = -(m + 1) (S4D-Real, Mamba)."""
+
+    def __init__(self, d: int, n: int, complex_: bool, tie: bool, init: str):
+        super().__init__()
+        m = torch.arange(n, dtype=torch.float32)
+        if init == "lin":
+            re, im = torch.full((n,), 0.5), math.pi * m
+        elif init == "real":
+            re, im = m + 1, torch.zeros(n)
+        else:
+            raise ValueError(f"A init must be 'lin' or 'real', got {init!r}")
+        if not tie:
+            re, im = re.repeat(d, 1), im.repeat(d, 1)
+        self.complex = complex_
+        self.log_re = nn.Parameter(torch.log(re))
+        self.im = nn.Parameter(im) if complex_ else None
+
+    def forward(self) -> torch.Tensor:
+        re = -torch.exp(self.log_re)
+        return torch.complex(re, self.im) if self.complex else re
+
+
+class _ScanUnit(nn.Module):
+    """Common parts of the selective units: the scan call, step decoding and the reported backend."""
+
+    causal = True
+    d_model: int
+    n: int
+
+    def _scan_inputs(self, u: torch.Tensor):
+        """(delta (B,L,d), A, B (B,L,G,n), C (B,L,G,n), B_bias or None, D or None)."""
+        raise NotImplementedError
+
+    def forward(self, u: torch.Tensor) -> torch.Tensor:
+        """u: (B, L, d) -> y: (B, L, d), causal."""
+        check_input(u, self.d_model, type(self).__name__)
+        delta, A, B, C, Bb, D = self._scan_inputs(u)
+        self.backend = ss_ops.backend_for(u)
+        return ss_ops.selective_scan(u, delta, A, B, C, B_bias=Bb, D=D, disc=self.disc, chunk=self.chunk)
+
+    def init_state(self, batch: int, dtype=torch.float32, device=None) -> torch.Tensor:
+        cdtype = {torch.float32: torch.complex64, torch.float64: torch.complex128}[dtype]
+        return torch.zeros(batch, self.d_model, self.n, dtype=cdtype if self.is_complex else dtype, device=device)
+
+    def step(self, u_t: torch.Tensor, state: torch.Tensor):
+        """u_t: (B, d) -> (y_t: (B, d), state (B, d, n))."""
+        delta, A, B, C, Bb, D = self._scan_inputs(u_t[:, None])
+        return ss_ops.selective_scan_step(state, u_t, delta[:, 0], A, B[:, 0], C[:, 0], B_bias=Bb, D=D, disc=self.disc)
+
+
+def _cplx(shape, std: float) -> torch.Tensor:
+    """A complex parameter stored as real (..., 2), real and imaginary parts N(0, std^2)."""
+    return torch.randn(*shape, 2) * std
+
+
+@register_mixer("s4d")
+class S4D(_ScanUnit):
+    """S4D unit: x_k = exp(Delta A) x_{k-1} + Delta phi1(Delta A) B u_k, y_k = Re(C x_k) (+ D u_k), per channel."""
+
+    config_schema = {
+        "type": "object", "additionalProperties": False,
+        "properties": {
+            "d_state": {"type": "integer", "minimum": 1},
+            "complex": {"type": "boolean"},
+            "tie_A": {"type": "boolean"},
+            "tie_BC": {"type": "boolean", "description": "one B and C for all channels (S4D-tiedBC)"},
+            "skip": {"type": "boolean"},
+            "mode": {"enum": ["conv", "recurrent"]},
+            "dt_min": {"type": "number", "exclusiveMinimum": 0},
+            "dt_max": {"type": "number", "exclusiveMinimum": 0},
+            "chunk": {"type": ["integer", "null"], "minimum": 1},
+        },
+    }
+
+    def __init__(self, d_model: int, d_state: int = 16, complex: bool = True, tie_A: bool = True,
+                 tie_BC: bool = False, skip: bool = False, mode: str = "conv", dt_min: float = 1e-3,
+                 dt_max: float = 1e-1, chunk: int | None = None, seq_len: int | None = None):
+        super().__init__()
+        check_positive_int(d_model=d_model, d_state=d_state)
+        if mode not in ("conv", "recurrent"):
+            raise ValueError(f"mode must be 'conv' or 'recurrent', got {mode!r}")
+        self.d_model, self.n, self.is_complex, self.mode, self.disc, self.chunk = d_model, d_state, complex, mode, "zoh", chunk
+        self.A = _DiagA(d_model, d_state, complex, tie_A, "lin" if complex else "real")
+        nb = 1 if tie_BC else d_model
+        if complex:  # S4D default: B = 1, C ~ CN(0, 1)
+            self.B = nn.Parameter(torch.stack((torch.ones(nb, d_state), torch.zeros(nb, d_state)), -1))
+            self.C = nn.Parameter(_cplx((nb, d_state), math.sqrt(0.5)))
+        else:
+            self.B = nn.Parameter(torch.ones(nb, d_state))
+            self.C = nn.Parameter(torch.randn(nb, d_state))
+        self.log_dt = nn.Parameter(torch.log(_log_uniform(d_model, dt_min, dt_max)))
+        self.D = nn.Parameter(torch.ones(d_model)) if skip else None
+        self.backend = "reference"
+
+    def _BC(self):
+        B = torch.view_as_complex(self.B) if self.is_complex else self.B
+        C = torch.view_as_complex(self.C) if self.is_complex else self.C
+        return B.expand(self.d_model, self.n), C.expand(self.d_model, self.n)
+
+    def _scan_inputs(self, u):
+        Bsz, L, d = u.shape
+        delta = torch.exp(self.log_dt).expand(Bsz, L, d)
+        Bp, Cp = self._BC()
+        zeros = u.new_zeros(1, 1, d, self.n).expand(Bsz, L, d, self.n)  # per-channel B goes in as the bias
+        return delta, self.A(), zeros, Cp.expand(Bsz, L, d, self.n), Bp, self.D
+
+    def kernel(self, L: int) -> torch.Tensor:
+        """K_m = Re(sum_r C_r Bbar_r exp(m Delta a_r)), m = 0..L-1: (L, d), by a Vandermonde product."""
+        dt = torch.exp(self.log_dt)[:, None]  # (d, 1)
+        dA = dt * self.A().expand(self.d_model, self.n)  # (d, n)
+        Bp, Cp = self._BC()
+        CB = Cp * dt * ss_ops.phi1(dA) * Bp  # (d, n)
+        m = torch.arange(L, dtype=self.log_dt.dtype, device=dA.device)
+        V = torch.exp(dA.unsqueeze(-1) * m)  # (d, n, L)
+        K = (CB.unsqueeze(-1) * V).sum(1)
+        return (K.real if K.is_complex() else K).transpose(0, 1)
+
+    def forward(self, u: torch.Tensor) -> torch.Tensor:
+        """u: (B, L, d) -> y: (B, L, d)."""
+        if self.mode == "recurrent":
+            return super().forward(u)
+        check_input(u, self.d_model, "S4D")
+        self.backend = fftconv.backend_for(u)
+        y = fftconv.causal_conv_fft(u, self.kernel(u.shape[1]).to(u.dtype))
+        return y + self.D * u if self.D is not None else y
+
+
+@register_mixer("s6")
+class S6(_ScanUnit):
+    """S6 unit: Delta_k = softplus(dt(u_k) + b), B_k = B u_k, C_k = u_k^T C (shared across channels), real A."""
+
+    config_schema = {
+        "type": "object", "additionalProperties": False,
+        "properties": {
+            "d_state": {"type": "integer", "minimum": 1},
+            "dt_rank": {"oneOf": [{"type": "integer", "minimum": 1}, {"const": "auto"}]},
+            "tie_A": {"type": "boolean"},
+            "disc": {"enum": ["zoh", "euler"]},
+            "skip": {"type": "boolean"},
+            "dt_min": {"type": "number", "exclusiveMinimum": 0},
+            "dt_max": {"type": "number", "exclusiveMinimum": 0},
+            "chunk": {"type": ["integer", "null"], "minimum": 1},
+        },
+    }
+
+    def __init__(self, d_model: int, d_state: int = 16, dt_rank: int | str = 1, tie_A: bool = True,
+                 disc: str = "zoh", skip: bool = False, dt_min: float = 1e-3, dt_max: float = 1e-1,
+                 chunk: int | None = None, seq_len: int | None = None):
+        super().__init__()
+        check_positive_int(d_model=d_model, d_state=d_state)
+        if disc not in ("zoh", "euler"):
+            raise ValueError(f"disc must be 'zoh' or 'euler', got {disc!r}")
+        r = math.ceil(d_model / 16) if dt_rank == "auto" else dt_rank
+        check_positive_int(dt_rank=r)
+        self.d_model, self.n, self.disc, self.chunk, self.is_complex, self.dt_rank = d_model, d_state, disc, chunk, False, r
+        self.A = _DiagA(d_model, d_state, False, tie_A, "real")
+        self.B_proj = nn.Linear(d_model, d_state, bias=False)
+        self.C_proj = nn.Linear(d_model, d_state, bias=False)
+        if r == 1:  # the paper's rank-1 Delta projection: one logit per step, broadcast to the d channels
+            self.w = nn.Parameter((torch.rand(d_model) * 2 - 1) / math.sqrt(d_model))
+        else:
+            self.dt_down = nn.Linear(d_model, r, bias=False)
+            self.dt_up = nn.Linear(r, d_model, bias=False)
+        self.b = nn.Parameter(_inv_softplus(_log_uniform(d_model, dt_min, dt_max)))
+        self.D = nn.Parameter(torch.ones(d_model)) if skip else None
+        self.backend = "reference"
+
+    def _scan_inputs(self, u):
+        logit = (u @ self.w)[..., None] if self.dt_rank == 1 else self.dt_up(self.dt_down(u))
+        delta = F.softplus(logit + self.b)
+        return delta, self.A(), self.B_proj(u)[:, :, None], self.C_proj(u)[:, :, None], None, self.D
+
+    def delta_parameters(self) -> list[nn.Parameter]:
+        return [self.w, self.b] if self.dt_rank == 1 else [self.dt_down.weight, self.dt_up.weight, self.b]
+
+
+@register_mixer("b2s6")
+class B2S6(_ScanUnit):
+    """B2S6 unit: per block j, Delta = softplus(w_j . u^[j] + b_(j,i)), Bin = B_w^[j] u^[j] + B_bias_(j,i),
+    C = u^[j]^T C^[j]; x = exp(Delta A) x + Delta phi1(Delta A) Bin u_(j,i); y = Re(C x)."""
+
+    config_schema = {
+        "type": "object", "additionalProperties": False,
+        "properties": {
+            "blocks": {"type": "integer", "minimum": 1, "description": "h; p = d_model / h"},
+            "d_state": {"type": "integer", "minimum": 1},
+            "complex": {"type": "boolean"},
+            "bias": {"type": "boolean", "description": "per-channel B_bias (False: block-only variant)"},
+            "tie_A": {"type": "boolean"},
+            "disc": {"enum": ["zoh", "euler"]},
+            "skip": {"type": "boolean"},
+            "dt_min": {"type": "number", "exclusiveMinimum": 0},
+            "dt_max": {"type": "number", "exclusiveMinimum": 0},
+            "chunk": {"type": ["integer", "null"], "minimum": 1},
+        },
+    }
+
+    def __init__(self, d_model: int, blocks: int = 8, d_state: int = 16, complex: bool = True, bias: bool = True,
+                 tie_A: bool = True, disc: str = "zoh", skip: bool = False, dt_min: float = 1e-3,
+                 dt_max: float = 1e-1, chunk: int | None = None, seq_len: int | None = None):
+        super().__init__()
+        check_positive_int(d_model=d_model, blocks=blocks, d_state=d_state)
+        check_divides("blocks", blocks, "d_model", d_model)
+        if disc not in ("zoh", "euler"):
+            raise ValueError(f"disc must be 'zoh' or 'euler', got {disc!r}")
+        h, p, n = blocks, d_model // blocks, d_state
+        self.d_model, self.h, self.p, self.n, self.is_complex = d_model, h, p, n, complex
+        self.disc, self.chunk = disc, chunk
+        self.A = _DiagA(d_model, n, complex, tie_A, "lin" if complex else "real")
+        lim = 1 / math.sqrt(p)  # nn.Linear default for B_w and C (fan_in p); w ~ U(-1/sqrt p, 1/sqrt p)
+        if complex:
+            self.B_w = nn.Parameter((torch.rand(h, n, p, 2) * 2 - 1) * lim / math.sqrt(2))
+        else:
+            self.B_w = nn.Parameter((torch.rand(h, n, p) * 2 - 1) * lim)
+        self.C = nn.Parameter((torch.rand(h, p, n) * 2 - 1) * lim)
+        self.w = nn.Parameter((torch.rand(h, p) * 2 - 1) * lim)
+        self.b = nn.Parameter(_inv_softplus(_log_uniform(d_model, dt_min, dt_max)))
+        if bias:
+            self.B_bias = nn.Parameter(_cplx((d_model, n), math.sqrt(0.5)) if complex else torch.randn(d_model, n))
+        else:
+            self.B_bias = None
+        self.D = nn.Parameter(torch.ones(d_model)) if skip else None
+        self.backend = "reference"
+
+    def _scan_inputs(self, u):
+        Bsz, L, d = u.shape
+        ub = u.reshape(Bsz, L, self.h, self.p)
+        Bw = torch.view_as_complex(self.B_w) if self.is_complex else self.B_w
+        Bk = torch.einsum("blhp,hnp->blhn", ub.to(Bw.dtype), Bw)
+        Ck = torch.einsum("blhp,hpn->blhn", ub, self.C)
+        logit = torch.einsum("blhp,hp->blh", ub, self.w)  # one logit per block and step
+        delta = F.softplus(logit.repeat_interleave(self.p, dim=-1) + self.b)
+        Bb = None
+        if self.B_bias is not None:
+            Bb = torch.view_as_complex(self.B_bias) if self.is_complex else self.B_bias
+        return delta, self.A(), Bk, Ck, Bb, self.D
+
+    def delta_parameters(self) -> list[nn.Parameter]:
+        return [self.w, self.b]
+
+    def param_groups(self, lr: float, weight_decay: float, lr_ssm: float = 1e-3, lr_delta: float | None = None) -> list[dict]:
+        """AdamW groups (b2s6 spec §2.9): (a) A: lr_ssm, wd 0; (b) Delta params w, b: lr_delta
+        (default min(1e-3, 0.1 lr)), wd 0; (c) B_bias: lr_ssm, wd 0; (d) the rest: lr, weight_decay."""
+        lr_delta = min(1e-3, 0.1 * lr) if lr_delta is None else lr_delta
+        a = list(self.A.parameters())
+        delta = self.delta_parameters()
+        c = [self.B_bias] if self.B_bias is not None else []
+        special = {id(p) for p in a + delta + c}
+        rest = [p for p in self.parameters() if id(p) not in special]
+        groups = [{"params": a, "lr": lr_ssm, "weight_decay": 0.0, "name": "A"},
+                  {"params": delta, "lr": lr_delta, "weight_decay": 0.0, "name": "delta"},
+                  {"params": c, "lr": lr_ssm, "weight_decay": 0.0, "name": "B_bias"},
+                  {"params": rest, "lr": lr, "weight_decay": weight_decay, "name": "rest"}]
+        return [g for g in groups if g["params"]]
+
+
+class _CausalDepthwiseConv(nn.Module):
+    """Depthwise causal conv1d over (B, L, ch), kernel k, left padding k-1; ``step`` keeps the last k-1 inputs."""
+
+    def __init__(self, ch: int, k: int):
+        super().__init__()
+        self.k = k
+        self.conv = nn.Conv1d(ch, ch, k, groups=ch, padding=k - 1, bias=True)
+
+    def forward(self, x):
+        return self.conv(x.transpose(1, 2))[..., : x.shape[1]].transpose(1, 2)
+
+    def step(self, x_t, buf):
+        """x_t: (B, ch); buf: (B, ch, k-1) -> (y_t (B, ch), new buf)."""
+        window = torch.cat((buf, x_t[..., None]), dim=-1)  # (B, ch, k)
+        y = (window * self.conv.weight[:, 0]).sum(-1) + self.conv.bias
+        return y, window[..., 1:]
+
+
+_UNITS = {"s6": S6, "s4d": S4D, "b2s6": B2S6}
+
+
+@register_mixer("mamba")
+class MambaBlock(nn.Module):
+    """Mamba-1 mixer: y = out_proj(unit(SiLU(conv(x W_x))) * SiLU(x W_z)), d_inner = expand * d_model."""
+
+    causal = True
+    config_schema = {
+        "type": "object", "additionalProperties": False,
+        "properties": {
+            "expand": {"type": "integer", "minimum": 1},
+            "d_conv": {"type": "integer", "minimum": 1},
+            "unit": {"enum": list(_UNITS)},
+            "unit_options": {"type": "object"},
+        },
+    }
+
+    def __init__(self, d_model: int, expand: int = 2, d_conv: int = 4, unit: str = "s6",
+                 unit_options: dict | None = None, seq_len: int | None = None):
+        super().__init__()
+        check_positive_int(d_model=d_model, expand=expand, d_conv=d_conv)
+        if unit not in _UNITS:
+            raise ValueError(f"unit must be one of {sorted(_UNITS)}, got {unit!r}")
+        self.d_model, self.d_inner = d_model, expand * d_model
+        opts = {"s6": {"dt_rank": "auto", "tie_A": False, "skip": True}, "s4d": {"skip": True},
+                "b2s6": {"skip": True}}[unit]
+        opts.update(unit_options or {})
+        self.in_proj = nn.Linear(d_model, 2 * self.d_inner, bias=False)
+        self.conv = _CausalDepthwiseConv(self.d_inner, d_conv)
+        self.unit = _UNITS[unit](self.d_inner, **opts)
+        self.out_proj = nn.Linear(self.d_inner, d_model, bias=False)
+
+    @property
+    def backend(self) -> str:
+        return self.unit.backend
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x: (B, L, d_model) -> (B, L, d_model), causal."""
+        check_input(x, self.d_model, "MambaBlock")
+        u, z = self.in_proj(x).chunk(2, dim=-1)
+        return self.out_proj(self.unit(F.silu(self.conv(u))) * F.silu(z))
+
+    def init_state(self, batch: int, dtype=torch.float32, device=None):
+        return (torch.zeros(batch, self.d_inner, self.conv.k - 1, dtype=dtype, device=device),
+                self.unit.init_state(batch, dtype, device))
+
+    def step(self, x_t: torch.Tensor, state):
+        """x_t: (B, d_model) -> (y_t, state)."""
+        buf, h = state
+        u, z = self.in_proj(x_t).chunk(2, dim=-1)
+        c, buf = self.conv.step(u, buf)
+        y, h = self.unit.step(F.silu(c), h)
+        return self.out_proj(y * F.silu(z)), (buf, h)
+
+
+class _GatedRMSNorm(nn.Module):
+    """RMSNorm(y * SiLU(z)) (Mamba2's norm_before_gate=False)."""
+
+    def __init__(self, d: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, y, z):
+        y = y * F.silu(z)
+        return y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+@register_mixer("mamba2")
+class Mamba2(nn.Module):
+    """Mamba2 mixer (sessa spec §2.5): [z, xBC, dt] = in_proj(u); xBC = SiLU(conv(xBC)); SSD with a scalar
+    A per head; y = out_proj(RMSNorm(y * SiLU(z)))."""
+
+    causal = True
+    config_schema = {
+        "type": "object", "additionalProperties": False,
+        "properties": {
+            "d_state": {"type": "integer", "minimum": 1},
+            "headdim": {"type": "integer", "minimum": 1},
+            "expand": {"type": "integer", "minimum": 1},
+            "ngroups": {"type": "integer", "minimum": 1},
+            "d_conv": {"type": "integer", "minimum": 1},
+            "chunk": {"type": "integer", "minimum": 1},
+            "mode": {"enum": ["chunked", "recurrent"]},
+            "dt_min": {"type": "number", "exclusiveMinimum": 0},
+            "dt_max": {"type": "number", "exclusiveMinimum": 0},
+        },
+    }
+
+    def __init__(self, d_model: int, d_state: int = 64, headdim: int = 32, expand: int = 2, ngroups: int = 1,
+                 d_conv: int = 4, chunk: int = 64, mode: str = "chunked", dt_min: float = 1e-3,
+                 dt_max: float = 1e-1, A_init_range: tuple[float, float] = (1.0, 16.0), seq_len: int | None = None):
+        super().__init__()
+        check_positive_int(d_model=d_model, d_state=d_state, headdim=headdim, expand=expand, ngroups=ngroups,
+                           d_conv=d_conv, chunk=chunk)
+        d_inner = expand * d_model
+        check_divides("headdim", headdim, "d_inner = expand * d_model", d_inner)
+        H = d_inner // headdim
+        check_divides("ngroups", ngroups, "nheads = d_inner / headdim", H)
+        if mode not in ("chunked", "recurrent"):
+            raise ValueError(f"mode must be 'chunked' or 'recurrent', got {mode!r}")
+        self.d_model, self.d_inner, self.H, self.P, self.N, self.G = d_model, d_inner, H, headdim, d_state, ngroups
+        self.chunk, self.mode = chunk, mode
+        self.in_proj = nn.Linear(d_model, 2 * d_inner + 2 * ngroups * d_state + H, bias=False)
+        self.conv = _CausalDepthwiseConv(d_inner + 2 * ngroups * d_state, d_conv)
+        dt = _log_uniform(H, dt_min, dt_max).clamp(min=1e-4)
+        self.dt_bias = nn.Parameter(_inv_softplus(dt))
+        self.A_log = nn.Parameter(torch.log(torch.empty(H).uniform_(*A_init_range)))
+        self.D = nn.Parameter(torch.ones(H))
+        self.norm = _GatedRMSNorm(d_inner)
+        self.out_proj = nn.Linear(d_inner, d_model, bias=False)
+        self.backend = "reference"
+
+    def _split(self, zxbcdt):
+        di, gn = self.d_inner, self.G * self.N
+        return zxbcdt.split([di, di + 2 * gn, self.H], dim=-1)
+
+    def _post(self, xBC):
+        di, gn = self.d_inner, self.G * self.N
+        x, B, C = xBC.split([di, gn, gn], dim=-1)
+        sh = x.shape[:-1]
+        return x.reshape(*sh, self.H, self.P), B.reshape(*sh, self.G, self.N), C.reshape(*sh, self.G, self.N)
+
+    def forward(self, u: torch.Tensor) -> torch.Tensor:
+        """u: (B, L, d_model) -> (B, L, d_model), causal."""
+        check_input(u, self.d_model, "Mamba2")
+        Bsz, L, _ = u.shape
+        z, xBC, dt = self._split(self.in_proj(u))
+        x, B, C = self._post(F.silu(self.conv(xBC)))
+        dt = F.softplus(dt + self.dt_bias)
+        A = -torch.exp(self.A_log)
+        if self.mode == "chunked":
+            self.backend = ssd_ops.backend_for(x)
+            y = ssd_ops.ssd(x, dt, A, B, C, D=self.D, chunk=self.chunk)
+        else:
+            y = ssd_ops.ssd_recurrent(x, dt, A, B, C, D=self.D)
+        return self.out_proj(self.norm(y.reshape(Bsz, L, self.d_inner), z))
+
+    def init_state(self, batch: int, dtype=torch.float32, device=None):
+        return (torch.zeros(batch, self.conv.conv.in_channels, self.conv.k - 1, dtype=dtype, device=device),
+                torch.zeros(batch, self.H, self.P, self.N, dtype=dtype, device=device))
+
+    def step(self, u_t: torch.Tensor, state):
+        """u_t: (B, d_model) -> (y_t, state)."""
+        buf, h = state
+        z, xBC, dt = self._split(self.in_proj(u_t))
+        c, buf = self.conv.step(xBC, buf)
+        x, B, C = self._post(F.silu(c))
+        y, h = ssd_ops.ssd_step(h, x, F.softplus(dt + self.dt_bias), -torch.exp(self.A_log), B, C, self.D)
+        return self.out_proj(self.norm(y.reshape(u_t.shape[0], self.d_inner), z)), (buf, h)
+
+
+def _preset(name: str, base, doc: str, **preset):
+    class Variant(base):
+        config_schema = {**base.config_schema, "properties": {k: v for k, v in base.config_schema["properties"].items()
+                                                             if k not in preset}}
+
+        def __init__(self, d_model: int, **kw):
+            clash = set(kw) & set(preset)
+            if clash:
+                raise ValueError(f"mixer {name!r} fixes {sorted(clash)}")
+            super().__init__(d_model, **preset, **kw)
+
+    Variant.__name__ = Variant.__qualname__ = base.__name__ + "_" + name
+    Variant.__doc__ = doc
+    return register_mixer(name)(Variant)
+
+
+_preset("b2s6_real", B2S6, "B2S6-full-real: real A, B_w, B_bias.", complex=False)
+_preset("b2s6_nobias", B2S6, "B2S6-nobias-complex: block-only (no B_bias).", bias=False)

@@ -1,0 +1,76 @@
+"""Residual blocks shared by the decoder LM and the sequence classifier.
+
+- ``residual_mlp``: x + mixer(Norm x), then x + MLP(Norm x) with MLP = Linear(d, m) - GELU - Linear(m, d)
+  (m = 0: no MLP sub-block, e.g. native Mamba stacks).
+- ``gated``: the Sessa block around the mixer (seqmix.mixers.sessa.SessaBlock), no separate MLP.
+Mixers that need token ids (learned per-token rotation angles) get them as ``tokens=``.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..mixers.base import build_mixer
+from ..mixers.sessa import SessaBlock
+
+BLOCKS = ("residual_mlp", "gated")
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def make_norm(kind: str, d: int) -> nn.Module:
+    if kind == "layernorm":
+        return nn.LayerNorm(d)
+    if kind == "rmsnorm":
+        return RMSNorm(d)
+    raise ValueError(f"norm must be 'layernorm' or 'rmsnorm', got {kind!r}")
+
+
+class ResidualBlock(nn.Module):
+    def __init__(self, d_model: int, mixer: nn.Module, mlp_hidden: int, norm: str = "layernorm"):
+        super().__init__()
+        self.norm1 = make_norm(norm, d_model)
+        self.mixer = mixer
+        self.mlp = None
+        if mlp_hidden:
+            self.norm2 = make_norm(norm, d_model)
+            self.mlp = nn.Sequential(nn.Linear(d_model, mlp_hidden), nn.GELU(), nn.Linear(mlp_hidden, d_model))
+
+    def forward(self, x: torch.Tensor, **kw) -> torch.Tensor:
+        x = x + self.mixer(self.norm1(x), **kw)
+        return x + self.mlp(self.norm2(x)) if self.mlp is not None else x
+
+
+def mixer_kwargs(mixer: nn.Module, tokens: torch.Tensor | None, lengths: torch.Tensor | None) -> dict:
+    kw = {}
+    if getattr(mixer, "needs_tokens", False):
+        kw["tokens"] = tokens
+    if lengths is not None and not getattr(mixer, "causal", True):
+        kw["lengths"] = lengths
+    return kw
+
+
+def make_blocks(d_model: int, n_layers: int, mixer: dict, block: str, mlp_hidden: int, norm: str,
+                seq_len: int | None, vocab_size: int | None) -> nn.ModuleList:
+    if block not in BLOCKS:
+        raise ValueError(f"block must be one of {BLOCKS}, got {block!r}")
+    opts = dict(mixer)
+    name = opts.pop("name")
+    blocks = []
+    for layer in range(n_layers):
+        o = dict(opts)
+        if name.startswith("so2_learned") and "vocab_size" not in o and vocab_size is not None:
+            o["vocab_size"] = vocab_size  # per-token angle tables (rotations spec M5/M6)
+        m = build_mixer(name, d_model, seq_len, **o)
+        if hasattr(m, "angle_seed"):  # random rotation steps are i.i.d. across layers (rotations spec M3/M4)
+            m.angle_seed = m.angle_seed + 7919 * layer
+        blocks.append(SessaBlock(d_model, m) if block == "gated" else ResidualBlock(d_model, m, mlp_hidden, norm))
+    return nn.ModuleList(blocks)

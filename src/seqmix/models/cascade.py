@@ -1,0 +1,122 @@
+"""The cascade transformer of the frontier-superposition paper (spec §2.2-2.3).
+
+Layer 1 of Zhu et al. (the "ideal copy") is not trained: edge token i carries (u_{s_i}, u_{t_i}); keys are
+built from the source embedding, values from the target embedding, the query is the current thought z_c.
+Each of the L cascade layers is one attention head + residual + ReLU MLP + parameter-free L2 "LayerNorm"
+(x / ||x||, no mean-centring; spec I8):
+
+    q = W_Q z_c;  l_i = (W_Q z_c) . (W_K u_{s_i}) / sqrt(d);  a = softmax over the graph's edges
+    o = W_O sum_i a_i W_V u_{t_i};  ã = z_c + o (NoRes: ã = o)
+    h = W_2 ReLU(W_1 ã + b_1) + b_2;  z_{c+1} = (ã + h) / max(||ã + h||, eps) (NoLN: ã + h)
+
+Edge attention in exact adjacency-matrix form: keys depend only on the source, so softmax over edges is a
+softmax over source nodes with log-weight l_s + log outdeg_s, and the attention mass reaching target t is
+y_t = sum_s P_s A_st / outdeg_s; then sum_i a_i u_{t_i} = U y. Per-edge weights a_i = P_{s_i} / outdeg_{s_i}.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from .. import registry
+
+EPS = 1e-12
+
+
+class CascadeLayer(nn.Module):
+    def __init__(self, d: int, d_mlp: int, mlp: bool = True, qk_init_std: float | None = None):
+        super().__init__()
+        self.q = nn.Linear(d, d, bias=False)
+        self.k = nn.Linear(d, d, bias=False)
+        self.v = nn.Linear(d, d, bias=False)
+        self.o = nn.Linear(d, d, bias=False)
+        self.mlp = nn.Sequential(nn.Linear(d, d_mlp), nn.ReLU(), nn.Linear(d_mlp, d)) if mlp else None
+        if qk_init_std is not None:
+            nn.init.normal_(self.q.weight, std=qk_init_std)
+            nn.init.normal_(self.k.weight, std=qk_init_std)
+
+    def w_qk(self) -> torch.Tensor:
+        """W_QK with logit = z^T W_QK u (so W_QK = W_Q^T W_K in nn.Linear's convention), (d, d)."""
+        return self.q.weight.T @ self.k.weight
+
+    def w_ov(self) -> torch.Tensor:
+        """W_OV = W_O W_V, (d, d)."""
+        return self.o.weight @ self.v.weight
+
+
+def edge_attention(z: torch.Tensor, adj: torch.Tensor, keys: torch.Tensor, scale: float):
+    """Source-node attention of query z over a graph's edges.
+
+    z: (B, d) queries (already W_Q z); adj: (B, n, n); keys: (n, d) = (W_K U)^T.
+    Returns (P, y): P (B, n) attention mass on each source node (sums to 1 over sources with out-edges,
+    0 for a graph without edges), y (B, n) attention mass arriving at each target node.
+    """
+    outdeg = adj.sum(-1)  # (B, n)
+    logits = (z @ keys.T) * scale + torch.log(outdeg.clamp(min=1))
+    has = outdeg > 0
+    logits = logits.masked_fill(~has, float("-inf"))
+    any_edge = has.any(-1, keepdim=True)
+    logits = torch.where(any_edge, logits, torch.zeros_like(logits))  # an empty graph: no NaN, mass set to 0
+    P = torch.softmax(logits, -1) * any_edge.to(z.dtype)
+    y = torch.bmm((P / outdeg.clamp(min=1)).unsqueeze(1), adj).squeeze(1)
+    return P, y
+
+
+@registry.register_model("cascade")
+class CascadeTransformer(nn.Module):
+    config_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "d_mlp": {"type": "integer", "minimum": 1},
+            "ln": {"type": "boolean", "description": "parameter-free L2 LayerNorm after each layer"},
+            "residual": {"type": "boolean"},
+            "mlp": {"type": "boolean"},
+            "tie_layers": {"type": "boolean", "description": "one set of weights for every layer"},
+            "qk_init_std": {"type": ["number", "null"], "exclusiveMinimum": 0},
+        },
+    }
+
+    def __init__(self, task, d_mlp: int = 256, ln: bool = True, residual: bool = True, mlp: bool = True,
+                 tie_layers: bool = False, qk_init_std: float | None = None):
+        super().__init__()
+        self.L, self.d, self.n = task.L, task.d, task.n
+        self.ln, self.residual, self.tie = ln, residual, tie_layers
+        self.register_buffer("U", task.U.clone())  # (d, n), fixed (not trained)
+        count = 1 if tie_layers else self.L
+        self.layers = nn.ModuleList(CascadeLayer(self.d, d_mlp, mlp, qk_init_std) for _ in range(count))
+
+    def layer(self, c: int) -> CascadeLayer:
+        return self.layers[0 if self.tie else c]
+
+    def forward(self, x, internals: bool = False) -> dict:
+        """x = (adj (B, n, n), root (B,)). Returns {"z": (B, L+1, d)} (z_0 = u_r; unnormalised under NoLN);
+        with ``internals`` also per layer "P" (B, L, n) source attention mass, "pre" (B, L, d) = ã,
+        "post" (B, L, d) = ã + h (before LN)."""
+        adj, root = x
+        U = self.U.to(adj.dtype)
+        z = U.T[root]  # (B, d)
+        zs, Ps, pres, posts = [z], [], [], []
+        scale = 1.0 / math.sqrt(self.d)
+        for c in range(self.L):
+            lay = self.layer(c)
+            keys = lay.k(U.T)  # (n, d): W_K u_s
+            P, y = edge_attention(lay.q(z), adj, keys, scale)
+            o = lay.o(lay.v(y @ U.T))
+            a = z + o if self.residual else o
+            post = a + lay.mlp(a) if lay.mlp is not None else a
+            z = post / post.norm(dim=-1, keepdim=True).clamp(min=EPS) if self.ln else post
+            zs.append(z)
+            if internals:
+                Ps.append(P), pres.append(a), posts.append(post)
+        out = {"z": torch.stack(zs, 1)}
+        if internals:
+            out.update(P=torch.stack(Ps, 1), pre=torch.stack(pres, 1), post=torch.stack(posts, 1))
+        return out
+
+
+def params_per_layer(d: int, d_mlp: int) -> int:
+    """4 d^2 (Q, K, V, O, no bias) + 2 d d_mlp + d_mlp + d (MLP with biases): 49,472 at d = 64, d_mlp = 256."""
+    return 4 * d * d + 2 * d * d_mlp + d_mlp + d

@@ -1,0 +1,70 @@
+"""Sequence classifier (LRA style; sessa SymbolSoup head): encoder -> blocks -> final norm -> pooling -> head.
+
+    inputs: (B, L) int64 token ids (``vocab_size`` set) or (B, L, d_in) floats (Linear encoder)
+    -> logits (B, num_classes)
+
+Pooling: ``mean`` over valid positions (``lengths`` (B,) or all) or ``last`` (the last valid position).
+For bidirectional LRA models use the ``bidirectional`` mixer; ``lengths`` reaches it so padding is respected.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .. import registry
+from .blocks import BLOCKS, make_blocks, make_norm, mixer_kwargs
+
+
+@registry.register_model("sequence_classifier")
+class SequenceClassifier(nn.Module):
+    config_schema = {
+        "type": "object", "additionalProperties": False, "required": ["d_model", "n_layers", "mixer"],
+        "properties": {
+            "d_model": {"type": "integer", "minimum": 1},
+            "n_layers": {"type": "integer", "minimum": 1},
+            "mixer": {"type": "object", "required": ["name"]},
+            "block": {"enum": list(BLOCKS)},
+            "mlp_ratio": {"type": "number", "minimum": 0},
+            "mlp_hidden": {"type": ["integer", "null"], "minimum": 0},
+            "norm": {"enum": ["layernorm", "rmsnorm"]},
+            "pooling": {"enum": ["mean", "last"]},
+            "vocab_size": {"type": ["integer", "null"], "minimum": 1},
+            "d_in": {"type": ["integer", "null"], "minimum": 1},
+            "num_classes": {"type": ["integer", "null"], "minimum": 2},
+        },
+    }
+
+    def __init__(self, task=None, *, d_model: int, n_layers: int, mixer: dict, block: str = "residual_mlp",
+                 mlp_ratio: float = 4.0, mlp_hidden: int | None = None, norm: str = "layernorm",
+                 pooling: str = "mean", vocab_size: int | None = None, d_in: int | None = None,
+                 num_classes: int | None = None):
+        super().__init__()
+        V = vocab_size if vocab_size is not None else getattr(task, "vocab_size", None)
+        d_in = d_in if d_in is not None else (None if V is not None else getattr(task, "d_in", None))
+        K = num_classes if num_classes is not None else getattr(task, "num_classes", getattr(task, "d_out", None))
+        if V is None and d_in is None:
+            raise ValueError("vocab_size or d_in: the classifier needs one (token ids or continuous inputs)")
+        if K is None:
+            raise ValueError("num_classes: give it or pass a task with num_classes")
+        if pooling not in ("mean", "last"):
+            raise ValueError(f"pooling must be 'mean' or 'last', got {pooling!r}")
+        self.pooling = pooling
+        self.encoder = nn.Embedding(V, d_model) if V is not None else nn.Linear(d_in, d_model)
+        hidden = int(round(mlp_ratio * d_model)) if mlp_hidden is None else mlp_hidden
+        self.blocks = make_blocks(d_model, n_layers, mixer, block, hidden, norm, getattr(task, "seq_len", None), V)
+        self.norm = make_norm(norm, d_model)
+        self.head = nn.Linear(d_model, K)
+
+    def forward(self, inputs: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        """inputs: (B, L) ids or (B, L, d_in); lengths: (B,) valid lengths or None -> logits (B, num_classes)."""
+        x = self.encoder(inputs)
+        tokens = inputs if isinstance(self.encoder, nn.Embedding) else None
+        for blk in self.blocks:
+            x = blk(x, **mixer_kwargs(blk.mixer, tokens, lengths))
+        x = self.norm(x)
+        B, L, _ = x.shape
+        n = torch.full((B,), L, device=x.device) if lengths is None else lengths.to(x.device)
+        if self.pooling == "last":
+            return self.head(x[torch.arange(B, device=x.device), n - 1])
+        valid = (torch.arange(L, device=x.device)[None, :] < n[:, None]).to(x.dtype)
+        return self.head((x * valid[..., None]).sum(1) / n[:, None].to(x.dtype))

@@ -1,0 +1,76 @@
+"""Decoder language model: token embedding (no absolute positions) -> n_layers blocks (seqmix.models.blocks)
+-> final norm -> linear head (tied to the embedding by default).
+
+    tokens: (B, L) int64 -> logits: (B, L, vocab)
+
+Built from a mixer name + sizes: ``DecoderLM(task, d_model=64, n_layers=2, mixer={"name": "sessa", "heads": 4},
+block="gated")``. ``optimizer_groups`` collects the mixers' own parameter groups (B2S6) and puts the rest in
+one default group.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .. import registry
+from .blocks import BLOCKS, make_blocks, make_norm, mixer_kwargs
+
+
+@registry.register_model("decoder_lm")
+class DecoderLM(nn.Module):
+    config_schema = {
+        "type": "object", "additionalProperties": False, "required": ["d_model", "n_layers", "mixer"],
+        "properties": {
+            "d_model": {"type": "integer", "minimum": 1},
+            "n_layers": {"type": "integer", "minimum": 1},
+            "mixer": {"type": "object", "required": ["name"]},
+            "block": {"enum": list(BLOCKS)},
+            "mlp_ratio": {"type": "number", "minimum": 0},
+            "mlp_hidden": {"type": ["integer", "null"], "minimum": 0},
+            "norm": {"enum": ["layernorm", "rmsnorm"]},
+            "tie_embeddings": {"type": "boolean"},
+            "vocab_size": {"type": ["integer", "null"], "minimum": 1},
+        },
+    }
+
+    def __init__(self, task=None, *, d_model: int, n_layers: int, mixer: dict, block: str = "residual_mlp",
+                 mlp_ratio: float = 4.0, mlp_hidden: int | None = None, norm: str = "layernorm",
+                 tie_embeddings: bool = True, vocab_size: int | None = None):
+        super().__init__()
+        V = vocab_size if vocab_size is not None else getattr(task, "vocab_size", None)
+        if V is None:
+            raise ValueError("vocab_size: give it or pass a task with a vocab_size")
+        seq_len = getattr(task, "seq_len", None)
+        self.vocab_size, self.d_model = V, d_model
+        self.mlp_hidden = int(round(mlp_ratio * d_model)) if mlp_hidden is None else mlp_hidden
+        self.embed = nn.Embedding(V, d_model)
+        nn.init.normal_(self.embed.weight, std=0.02)
+        self.blocks = make_blocks(d_model, n_layers, mixer, block, self.mlp_hidden, norm, seq_len, V)
+        self.norm = make_norm(norm, d_model)
+        self.head = nn.Linear(d_model, V, bias=False)
+        if tie_embeddings:
+            self.head.weight = self.embed.weight
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """tokens: (B, L) int64 -> logits (B, L, vocab)."""
+        if tokens.dim() != 2 or tokens.dtype not in (torch.int64, torch.int32):
+            raise ValueError(f"tokens: expected (batch, length) integer ids, got {tuple(tokens.shape)} {tokens.dtype}")
+        x = self.embed(tokens)
+        for blk in self.blocks:
+            x = blk(x, **mixer_kwargs(blk.mixer, tokens, None))
+        return self.head(self.norm(x))
+
+
+def optimizer_groups(model: nn.Module, lr: float, weight_decay: float) -> list[dict]:
+    """Parameter groups: every module with ``param_groups(lr, weight_decay)`` contributes its own (B2S6's
+    reduced-lr Delta group etc.); all other parameters form one group with (lr, weight_decay)."""
+    groups, seen = [], set()
+    for m in model.modules():
+        if hasattr(m, "param_groups"):
+            for g in m.param_groups(lr, weight_decay):
+                groups.append(g)
+                seen.update(id(p) for p in g["params"])
+    rest = [p for p in model.parameters() if id(p) not in seen]
+    if rest:
+        groups.append({"params": rest, "lr": lr, "weight_decay": weight_decay, "name": "default"})
+    return groups

@@ -1,0 +1,48 @@
+"""Sessa's feedback solve, pure torch (sessa spec §2.2):
+
+    B_fb[t, j] = gamma_t alpha[t, j]   (j < t; strictly lower, one scalar T x T matrix shared by all features)
+    (I - B_fb) s = f    <=>    s_t = f_t + gamma_t sum_{j<t} alpha[t, j] s_j
+
+Two forms: a dense unit-lower-triangular solve (what the Sessa code does; exact autograd) and a blocked
+forward substitution (block size ``block``: one GEMM against the solved past plus a small triangular solve
+per block), the template for a chunked Triton kernel. The Neumann series is never formed.
+The solve runs in at least float32 (spec pitfall (b)) and is cast back.
+"""
+from __future__ import annotations
+
+import torch
+
+
+def routing_matrix(gamma: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
+    """B_fb = gamma_t alpha[t, j] restricted to j < t. gamma: (Nb, T); alpha: (Nb, T, T) -> (Nb, T, T)."""
+    return torch.tril(gamma.unsqueeze(-1) * alpha, diagonal=-1)
+
+
+def _upcast(*ts):
+    dt = torch.promote_types(ts[0].dtype, torch.float32)
+    return [t.to(dt) for t in ts]
+
+
+def feedback_solve_dense(f: torch.Tensor, gamma: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
+    """f: (Nb, T, D); gamma: (Nb, T); alpha: (Nb, T, T) (entries j >= t ignored). Returns s: (Nb, T, D)."""
+    f32, g32, a32 = _upcast(f, gamma, alpha)
+    Bfb = routing_matrix(g32, a32)
+    s = torch.linalg.solve_triangular(-Bfb, f32, upper=False, left=True, unitriangular=True)
+    return s.to(f.dtype)
+
+
+def feedback_solve_blocked(f: torch.Tensor, gamma: torch.Tensor, alpha: torch.Tensor, block: int = 64) -> torch.Tensor:
+    """The same solve by blocked forward substitution: for rows R = [r0, r1),
+    rhs_R = f_R + B[R, :r0] s[:r0] and s_R = (I - B[R, R])^{-1} rhs_R."""
+    f32, g32, a32 = _upcast(f, gamma, alpha)
+    Bfb = routing_matrix(g32, a32)
+    T = f.shape[1]
+    parts: list[torch.Tensor] = []
+    for r0 in range(0, T, block):
+        r1 = min(T, r0 + block)
+        rhs = f32[:, r0:r1]
+        if parts:
+            rhs = rhs + Bfb[:, r0:r1, :r0] @ torch.cat(parts, dim=1)
+        parts.append(torch.linalg.solve_triangular(-Bfb[:, r0:r1, r0:r1], rhs, upper=False, left=True,
+                                                   unitriangular=True))
+    return torch.cat(parts, dim=1).to(f.dtype)

@@ -1,0 +1,307 @@
+"""Frontier-superposition paper: reachability by superposition on directed Erdős–Rényi graphs.
+
+Data (one instance = one graph and one root):
+- directed G(n, p): every ordered pair (s, t), s != t, is an edge independently with probability p
+  (no self-loops, no multi-edges); root r ~ Unif([n]) independent of the graph;
+- cumulative reachable sets V_0 = {r}, V_{c+1} = V_c ∪ {t : (s, t) ∈ E, s ∈ V_c} (within <= c hops; the
+  paper's "exactly c hops" reading is the option ``set_semantics: exact``), sizes k_c = |V_c|;
+- new frontier N_{c+1} = V_{c+1} \\ V_c, m_f^(c) = |N_{c+1}|; frontier edges F_c = {s ∈ V_c, t ∈ N_{c+1}};
+- IDEAL targets z_c* = k_c^{-1/2} Σ_{v ∈ V_c} u_v; the lex-min answer min V_L.
+
+A batch is a pure function of (seed, step, rank) (``counter_generator``); the evaluation set is a pure
+function of (n, p, L, eval_seed, eval_size), shared by every run with the same graph settings and cached
+(in memory, and on disk under ``$SEQMIX_DATA_CACHE`` when set, verified by a content hash).
+
+The loss mode is a task setting (``loss``): sup (per-slot cosine to IDEAL), node (set-level CE), e2e_cos
+(cosine on the last slot), e2e_ce (CE to the lex-min node on the last slot), composite_sup / composite_node
+(lex-min CE on the last slot plus sup / node on the earlier slots).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..registry import register_task
+from .base import Task, counter_generator
+
+log = logging.getLogger("seqmix.reachability")
+
+LOSSES = ("sup", "node", "e2e_cos", "e2e_ce", "composite_sup", "composite_node")
+
+
+@dataclass
+class GraphBatch:
+    """adj: (B, n, n) float {0,1}, adj[b, s, t] = 1 iff edge s -> t; root: (B,) long;
+    V: (B, L+1, n) bool, V[:, c] = reachable set of slot c; lexmin: (B,) long (min V_L)."""
+
+    adj: torch.Tensor
+    root: torch.Tensor
+    V: torch.Tensor
+    lexmin: torch.Tensor
+
+    def __len__(self) -> int:
+        return self.adj.shape[0]
+
+
+def reachable_sets(adj: torch.Tensor, root: torch.Tensor, L: int, semantics: str = "cumulative") -> torch.Tensor:
+    """(B, L+1, n) bool: cumulative V_0..V_L (or, with ``exact``, {r} then the nodes first reached at hop c)."""
+    B, n, _ = adj.shape
+    cur = torch.zeros(B, n, dtype=torch.bool)
+    cur[torch.arange(B), root] = True
+    out = [cur]
+    for _ in range(L):
+        nxt = cur | (torch.bmm(cur.unsqueeze(1).to(adj.dtype), adj).squeeze(1) > 0)
+        out.append(nxt)
+        cur = nxt
+    V = torch.stack(out, 1)
+    if semantics == "exact":
+        first = V.clone()
+        first[:, 1:] = V[:, 1:] & ~V[:, :-1]
+        return first
+    if semantics != "cumulative":
+        raise ValueError(f"unknown set_semantics {semantics!r}")
+    return V
+
+
+def lexmin(mask: torch.Tensor) -> torch.Tensor:
+    """Smallest index of each row's True entries (every row has one: the root)."""
+    n = mask.shape[-1]
+    score = mask.to(torch.int64) * (n - torch.arange(n))
+    return score.argmax(-1)
+
+
+def sample_graphs(g: torch.Generator, size: int, n: int, p: float, L: int, semantics: str = "cumulative",
+                  min_final_reach: int = 0) -> GraphBatch:
+    """``size`` instances of directed G(n, p) without self-loops, a uniform root, and the reachable sets.
+
+    ``min_final_reach`` > 0 keeps only instances with k_L >= min_final_reach (drawing more from the same
+    generator until ``size`` are kept)."""
+    adjs, roots, Vs = [], [], []
+    kept = 0
+    while kept < size:
+        want = size - kept if not min_final_reach else 2 * (size - kept) + 8
+        adj = (torch.rand(want, n, n, generator=g) < p).float()
+        adj.diagonal(dim1=1, dim2=2).zero_()
+        root = torch.randint(0, n, (want,), generator=g)
+        V = reachable_sets(adj, root, L, "cumulative")
+        if min_final_reach:
+            keep = V[:, L].sum(-1) >= min_final_reach
+            adj, root, V = adj[keep], root[keep], V[keep]
+        adjs.append(adj), roots.append(root), Vs.append(V)
+        kept += adj.shape[0]
+    adj, root, V = torch.cat(adjs)[:size], torch.cat(roots)[:size], torch.cat(Vs)[:size]
+    lm = lexmin(V[:, L])
+    if semantics != "cumulative":
+        V = reachable_sets(adj, root, L, semantics)
+    return GraphBatch(adj, root, V, lm)
+
+
+def fixed_embedding(n: int, d: int, seed: int, kind: str = "orthonormal_fixed", dtype=torch.float32) -> torch.Tensor:
+    """U (d, n) with unit columns: a random orthonormal frame (QR of a Gaussian; needs d >= n), or normalised
+    Gaussian columns (``random_gaussian_normalised``, mean |<u_v, u_w>| ~ 1/sqrt(d))."""
+    g = counter_generator("superposition/embed", n, d, seed)
+    G = torch.randn(d, n, generator=g, dtype=torch.float64)
+    if kind == "orthonormal_fixed":
+        if d < n:
+            raise ValueError(f"an orthonormal embedding needs d >= n (d={d}, n={n})")
+        Q, R = torch.linalg.qr(G)
+        U = Q * torch.sign(torch.diagonal(R))  # unique frame
+    elif kind == "random_gaussian_normalised":
+        U = G / G.norm(dim=0, keepdim=True)
+    else:
+        raise ValueError(f"unknown embedding {kind!r}")
+    return U.to(dtype)
+
+
+def ideal_targets(V: torch.Tensor, U: torch.Tensor) -> torch.Tensor:
+    """z_c* = k_c^{-1/2} U 1_{V_c}: (B, S, n) bool, (d, n) -> (B, S, d)."""
+    Vf = V.to(U.dtype)
+    return (Vf @ U.T) / Vf.sum(-1, keepdim=True).clamp(min=1).sqrt()
+
+
+def cosine(a: torch.Tensor, b: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
+    return (a * b).sum(-1) / (a.norm(dim=-1).clamp(min=eps) * b.norm(dim=-1).clamp(min=eps))
+
+
+# ----------------------------------------------------------------------------- cache of the evaluation set
+
+def _cache_file(key: str) -> Path | None:
+    root = os.environ.get("SEQMIX_DATA_CACHE")
+    return Path(root) / "reachability" / f"{key}.pt" if root else None
+
+
+def _content_hash(b: GraphBatch) -> str:
+    h = hashlib.sha256()
+    for t in (b.adj.to(torch.uint8), b.root, b.V.to(torch.uint8), b.lexmin):
+        h.update(t.contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=8)
+def eval_set(n: int, p: float, L: int, eval_seed: int, size: int, semantics: str, min_final_reach: int) -> GraphBatch:
+    key = hashlib.sha256(repr((n, p, L, eval_seed, size, semantics, min_final_reach)).encode()).hexdigest()[:16]
+    path = _cache_file(key)
+    if path is not None and path.exists():
+        try:
+            d = torch.load(path, weights_only=True)
+            b = GraphBatch(d["adj"].float(), d["root"], d["V"].bool(), d["lexmin"])
+            if _content_hash(b) == d["sha256"]:
+                return b
+            log.warning("%s: content hash mismatch; rebuilding", path)
+        except Exception as e:  # a corrupted file is rebuilt, never trusted
+            log.warning("%s: unreadable (%s); rebuilding", path, e)
+    b = sample_graphs(counter_generator("superposition/eval", n, p, L, eval_seed), size, n, p, L, semantics,
+                      min_final_reach)
+    if path is not None:
+        from ..io import torch_save
+
+        torch_save({"adj": b.adj.to(torch.uint8), "root": b.root, "V": b.V.to(torch.uint8), "lexmin": b.lexmin,
+                    "sha256": _content_hash(b)}, path)
+    return b
+
+
+# ----------------------------------------------------------------------------- losses
+
+def slot_losses(z: torch.Tensor, V: torch.Tensor, U: torch.Tensor, kind: str) -> torch.Tensor:
+    """Per-slot losses (B, S) for slots z: (B, S, d) against sets V: (B, S, n).
+    sup: 1 - cos(z_c, z_c*); node: CE(softmax(U^T z_c), uniform on V_c)."""
+    if kind == "sup":
+        return 1.0 - cosine(z, ideal_targets(V, U))
+    if kind == "node":
+        logp = torch.log_softmax(z @ U, dim=-1)
+        Vf = V.to(z.dtype)
+        return -(logp * Vf).sum(-1) / Vf.sum(-1).clamp(min=1)
+    raise ValueError(kind)
+
+
+def supervision_loss(z: torch.Tensor, batch: GraphBatch, U: torch.Tensor, mode: str, slots: str = "all") -> torch.Tensor:
+    """The training loss. z: (B, L+1, d) slots z_0..z_L (z_0 = u_r is never supervised).
+
+    ``slots``: all -> z_1..z_L supervised (default, spec U1); intermediate -> z_1..z_{L-1} (the literal §3 sum).
+    """
+    L = z.shape[1] - 1
+    last = L + 1 if slots == "all" else L
+    if mode in ("sup", "node"):
+        return slot_losses(z[:, 1:last], batch.V[:, 1:last], U, mode).sum(-1).mean()
+    if mode == "e2e_cos":
+        return (1.0 - cosine(z[:, L], ideal_targets(batch.V[:, L:L + 1], U)[:, 0])).mean()
+    ce = torch.nn.functional.cross_entropy(z[:, L] @ U, batch.lexmin)
+    if mode == "e2e_ce":
+        return ce
+    if mode in ("composite_sup", "composite_node"):
+        inter = slot_losses(z[:, 1:L], batch.V[:, 1:L], U, mode.split("_")[1]).sum(-1).mean() if L > 1 else 0.0
+        return ce + inter
+    raise ValueError(f"unknown loss {mode!r}; known: {', '.join(LOSSES)}")
+
+
+# ----------------------------------------------------------------------------- the task
+
+@register_task("reachability")
+class Reachability(Task):
+    """Reachability by superposition (frontier-superposition paper). ``batch`` returns (x, y) with
+    x = (adj, root) and y the GraphBatch; the model maps x to its slots."""
+
+    config_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["n", "p", "L"],
+        "properties": {
+            "n": {"type": "integer", "minimum": 2, "description": "nodes"},
+            "p": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "description": "edge probability"},
+            "L": {"type": "integer", "minimum": 1, "description": "cascade layers = hops (slots z_0..z_L)"},
+            "d": {"type": "integer", "minimum": 1, "description": "embedding width"},
+            "embed": {"enum": ["orthonormal_fixed", "random_gaussian_normalised"]},
+            "embed_seed": {"type": "integer", "minimum": 0},
+            "set_semantics": {"enum": ["cumulative", "exact"]},
+            "min_final_reach": {"type": "integer", "minimum": 0},
+            "loss": {"enum": list(LOSSES)},
+            "supervised_slots": {"enum": ["all", "intermediate"]},
+            "eval_size": {"type": "integer", "minimum": 1},
+            "eval_seed": {"type": "integer", "minimum": 0},
+            "diag_size": {"type": "integer", "minimum": 1, "description": "instances per in-training evaluation"},
+        },
+    }
+
+    def __init__(self, n: int, p: float, L: int, d: int = 64, embed: str = "orthonormal_fixed", embed_seed: int = 0,
+                 set_semantics: str = "cumulative", min_final_reach: int = 0, loss: str = "sup",
+                 supervised_slots: str = "all", eval_size: int = 1024, eval_seed: int = 10000,
+                 diag_size: int | None = None, dtype: torch.dtype = torch.float32):
+        if loss not in LOSSES:
+            raise ValueError(f"unknown loss {loss!r}; known: {', '.join(LOSSES)}")
+        self.n, self.p, self.L, self.d = n, p, L, d
+        self.semantics, self.min_final_reach = set_semantics, min_final_reach
+        self.loss_mode, self.slots = loss, supervised_slots
+        self.eval_size, self.eval_seed = eval_size, eval_seed
+        self.diag_size = diag_size or eval_size
+        self.dtype = dtype
+        self.U = fixed_embedding(n, d, embed_seed, embed, dtype)
+        self.d_in = self.d_out = d
+        self.seq_len = n
+
+    def batch(self, seed: int, step: int, rank: int, size: int):
+        g = counter_generator("superposition/train", self.n, self.p, self.L, seed, step, rank)
+        b = sample_graphs(g, size, self.n, self.p, self.L, self.semantics, self.min_final_reach)
+        b.adj = b.adj.to(self.dtype)
+        return (b.adj, b.root), b
+
+    def test_set(self) -> GraphBatch:
+        b = eval_set(self.n, self.p, self.L, self.eval_seed, self.eval_size, self.semantics, self.min_final_reach)
+        return GraphBatch(b.adj.to(self.dtype), b.root, b.V, b.lexmin)
+
+    def loss(self, pred: dict, target: GraphBatch) -> torch.Tensor:
+        return supervision_loss(pred["z"], target, self.U.to(pred["z"].dtype), self.loss_mode, self.slots)
+
+    def evaluate(self, model: torch.nn.Module) -> dict:
+        from .reachability_metrics import cascade_diagnostics
+
+        return cascade_diagnostics(self, model, self.test_set())
+
+    def diagnostics(self, model: torch.nn.Module) -> dict:
+        """In-training evaluation (the loop calls it every ``eval.every`` steps)."""
+        from .reachability_metrics import cascade_diagnostics
+
+        b = self.test_set()
+        if self.diag_size < len(b):
+            b = GraphBatch(b.adj[:self.diag_size], b.root[:self.diag_size], b.V[:self.diag_size], b.lexmin[:self.diag_size])
+        return cascade_diagnostics(self, model, b)
+
+
+def set_size_table(n: int, p: float, L: int, samples: int, seed: int = 0) -> list[dict]:
+    """Monte-Carlo statistics of the cumulative sets per slot c: E[k_c], sd, E[m_f], P(m_f = 0),
+    E[1/sqrt(k_c)], E[sqrt(k_c/k_{c+1})], E[sqrt(m_f/k_{c+1})] (spec §2.1 table)."""
+    g = counter_generator("superposition/set-sizes", n, p, L, seed)
+    ks = []
+    edges = []
+    for i in range(0, samples, 2000):
+        b = sample_graphs(g, min(2000, samples - i), n, p, L)
+        ks.append(b.V.sum(-1).double())
+        edges.append(b.adj.sum((1, 2)).double())
+    k = torch.cat(ks)  # (S, L+1)
+    rows = []
+    for c in range(L + 1):
+        row = {"c": c, "E_k": float(k[:, c].mean()), "sd_k": float(k[:, c].std()),
+               "E_inv_sqrt_k": float((1 / k[:, c].sqrt()).mean())}
+        if c < L:
+            mf = k[:, c + 1] - k[:, c]
+            row.update(E_mf=float(mf.mean()), P_mf0=float((mf == 0).double().mean()),
+                       E_sqrt_k_ratio=float((k[:, c] / k[:, c + 1]).sqrt().mean()),
+                       E_sqrt_mf_ratio=float((mf / k[:, c + 1]).sqrt().mean()))
+        rows.append(row)
+    e = torch.cat(edges)
+    rows.append({"c": "edges", "E_k": float(e.mean()), "sd_k": float(e.std())})
+    return rows
+
+
+def expected_sizes(np_: float, L: int) -> list[float]:
+    """The paper's tree-regime convention k_c = (np)^c (spec §4)."""
+    return [np_ ** c for c in range(L + 1)]
+
+
+__all__ = ["GraphBatch", "Reachability", "sample_graphs", "reachable_sets", "fixed_embedding", "ideal_targets",
+           "cosine", "supervision_loss", "slot_losses", "set_size_table", "expected_sizes", "eval_set", "lexmin"]

@@ -1,0 +1,326 @@
+"""Closed forms and reduced models of the frontier-superposition paper (spec §2.4, §2.5, §4).
+
+Convention for the closed forms: k_c = (np)^c, m_f^(c) = k_{c+1} - k_c (tree regime). Every function is plain
+torch / math; the reduced experiments (E3 Möbius, E6 gradient law, E7 Conjecture D, App. H.1 diagonal
+advantage) run in float64.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..tasks.base import counter_generator
+
+F64 = torch.float64
+
+
+# ----------------------------------------------------------------------------- Lemma 18 / 27, Prop. 1
+
+def cos_step(x, k, K):
+    """Lemma 18: cos_c(x) = (sqrt k + x) / (sqrt K sqrt(1 + x^2/m_f)), m_f = K - k."""
+    mf = K - k
+    return (math.sqrt(k) + x) / (math.sqrt(K) * math.sqrt(1 + x * x / mf))
+
+
+def alpha_star(k, K) -> float:
+    """Maximiser of Lemma 18: m_f / sqrt(k) (cos = 1 there)."""
+    return (K - k) / math.sqrt(k)
+
+
+def cos_step_d1(x, k, K):
+    """cos_c'(x) = (m_f - sqrt k x) / (m_f sqrt K (1 + x^2/m_f)^{3/2})."""
+    mf = K - k
+    return (mf - math.sqrt(k) * x) / (mf * math.sqrt(K) * (1 + x * x / mf) ** 1.5)
+
+
+def curvature_corrected(k, K) -> float:
+    """cos_c''(alpha*) = -k^2 / (m_f K^2) (spec I14: the paper's Lemma 27 value is -1/(m_f K))."""
+    return -k * k / ((K - k) * K * K)
+
+
+def curvature_paper(k, K) -> float:
+    return -1.0 / ((K - k) * K)
+
+
+def curvature_numeric(k, K, h: float = 1e-4) -> float:
+    x = alpha_star(k, K)
+    return (cos_step(x + h, k, K) - 2 * cos_step(x, k, K) + cos_step(x - h, k, K)) / (h * h)
+
+
+def prop1_ceiling(np_: float) -> float:
+    """No residual, saturated attention: cos = sqrt(m_f / k_{c+1}) -> sqrt(1 - 1/np)."""
+    return math.sqrt(1 - 1 / np_)
+
+
+def e2e_attenuation(np_: float, D: int, c: int) -> float:
+    """Prop. 7 factor (np)^{-(D-c-2)/2}."""
+    return np_ ** (-(D - c - 2) / 2)
+
+
+def ladder_gamma(d: int, k: float, m: float, delta: float) -> float:
+    """Lemma 20: gamma_c* = 2 sqrt(d) sqrt(k_c) log(m / delta)."""
+    return 2 * math.sqrt(d) * math.sqrt(k) * math.log(m / delta)
+
+
+def gamma_sat(d: int, k: float, n: int) -> float:
+    """Lemma 34: 8 sqrt(d) sqrt(k_{D-1}) log n."""
+    return 8 * math.sqrt(d) * math.sqrt(k) * math.log(n)
+
+
+def hessian_gap_bound(d: int, n: int) -> float:
+    """Lemma 9: lambda_perp >= 1 / (8 d n^3)."""
+    return 1.0 / (8 * d * n ** 3)
+
+
+def phase_betas(np_: float, D: int, k_last: float) -> tuple[float, float]:
+    """App. I: beta_I = ln(2 k_{D-1} R_min(D-1, D)), beta_III = ln(2 R_min(D-1, D)), R_min(c, D) = (np)^{-(D-2-c)/2}."""
+    r = np_ ** (-(D - 2 - (D - 1)) / 2)
+    return math.log(2 * k_last * r), math.log(2 * r)
+
+
+# ----------------------------------------------------------------------------- Möbius reduction (Prop. 2-3, App. F/G)
+
+def mobius_alpha_eff(theta: torch.Tensor, k: torch.Tensor, K: torch.Tensor, relu: bool = True) -> torch.Tensor:
+    """alpha_eff,c of the two-channel reduced MLP; theta (..., 4) = (alpha, a, b1', eta); k, K (C,).
+    Returns (..., C). Without ``relu`` both channels are linear (the Möbius form (αA + m_f B)/(A + sqrt k B))."""
+    alpha, a, b, eta = (theta[..., i:i + 1] for i in range(4))
+    mf = K - k
+    act = torch.relu if relu else (lambda t: t)
+    h_old = eta * act(a / k.sqrt() + b)
+    h_new = eta * act(a * alpha / mf + b)
+    return (alpha + mf * h_new) / (1 + k.sqrt() * h_old)
+
+
+def mobius_loss(theta: torch.Tensor, k: torch.Tensor, K: torch.Tensor, relu: bool = True) -> torch.Tensor:
+    """L~(theta) = sum_c (1 - cos_c(alpha_eff,c)), (...,)."""
+    x = mobius_alpha_eff(theta, k, K, relu)
+    mf = K - k
+    cos = (k.sqrt() + x) / (K.sqrt() * torch.sqrt(1 + x ** 2 / mf))
+    return (1 - cos).sum(-1)
+
+
+def mobius_AB(theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return 1 + theta[..., 3] * theta[..., 1], theta[..., 3] * theta[..., 2]
+
+
+def lemma29_dL_dt(alpha: float, t: float, k: torch.Tensor, K: torch.Tensor) -> float:
+    """Lemma 29: ∂L~/∂t = Σ_c k_c (α - α*_c)(α_eff,c - α*_c) / (m_f sqrt K (1 + α_eff²/m_f)^{3/2} (t + sqrt k)²),
+    with α_eff,c(t) = (α t + m_f)/(t + sqrt k_c), t = A/B."""
+    mf = K - k
+    ast = mf / k.sqrt()
+    ae = (alpha * t + mf) / (t + k.sqrt())
+    terms = k * (alpha - ast) * (ae - ast) / (mf * K.sqrt() * (1 + ae ** 2 / mf) ** 1.5 * (t + k.sqrt()) ** 2)
+    return float(terms.sum())
+
+
+def lemma29_autograd(alpha: float, t: float, k: torch.Tensor, K: torch.Tensor) -> float:
+    tt = torch.tensor(t, dtype=F64, requires_grad=True)
+    mf = K - k
+    ae = (alpha * tt + mf) / (tt + k.sqrt())
+    L = (1 - (k.sqrt() + ae) / (K.sqrt() * torch.sqrt(1 + ae ** 2 / mf))).sum()
+    (g,) = torch.autograd.grad(L, tt)
+    return float(g)
+
+
+def mobius_inits(count: int, seed: int = 0) -> torch.Tensor:
+    """Generic inits (alpha, a, b1', eta): alpha = 1, a ~ U(0.3, 1.2), b1' ~ U(-0.4, -0.05), eta ~ U(-1.5, -0.3)."""
+    g = counter_generator("superposition/mobius-init", seed)
+    u = torch.rand(count, 3, generator=g, dtype=F64)
+    return torch.stack([torch.ones(count, dtype=F64), 0.3 + 0.9 * u[:, 0], -0.4 + 0.35 * u[:, 1],
+                        -1.5 + 1.2 * u[:, 2]], -1)
+
+
+SPEC_INIT = (1.0, 0.82, -0.25, -1.32)  # the spec author's init (U15), reported separately and labelled
+
+
+def train_mobius(theta0: torch.Tensor, np_: float = 2.0, D: int = 3, steps: int = 10_000, lr: float = 1e-3,
+                 relu: bool = True, log_every: int = 100) -> dict:
+    """Adam on L~ over a batch of inits (R, 4), float64, k_c = (np)^c for c = 0..D-1, steps c = 0..D-1.
+    Returns {"theta": (R, 4) final, "trace": [{"step", "run", "A", "B", "loss"}...]}."""
+    k = torch.tensor([np_ ** c for c in range(D)], dtype=F64)
+    K = k * np_
+    theta = theta0.clone().to(F64).requires_grad_(True)
+    opt = torch.optim.Adam([theta], lr=lr)
+    trace = []
+    for step in range(steps + 1):
+        loss = mobius_loss(theta, k, K, relu)
+        if step % log_every == 0 or step == steps:
+            A, B = mobius_AB(theta.detach())
+            for r in range(theta.shape[0]):
+                trace.append({"step": step, "run": r, "A": float(A[r]), "B": float(B[r]), "loss": float(loss[r].detach())})
+        if step == steps:
+            break
+        opt.zero_grad()
+        loss.sum().backward()
+        opt.step()
+    return {"theta": theta.detach(), "trace": trace, "k": k, "K": K}
+
+
+# ----------------------------------------------------------------------------- reduced order-parameter model (E6)
+
+def sparse_er(g: torch.Generator, B: int, n: int, p: float):
+    """B directed G(n, p) graphs as edge lists over global node ids b*n + v (edge count ~ Poisson(n(n-1)p),
+    pairs uniform without self-loops, duplicates removed: G(n, p) up to O(1/n) corrections). Returns src, tgt."""
+    M = torch.poisson(torch.full((B,), n * (n - 1) * p, dtype=F64), generator=g).long()
+    tot = int(M.sum())
+    b = torch.repeat_interleave(torch.arange(B), M)
+    s = torch.randint(0, n, (tot,), generator=g)
+    t = (s + torch.randint(1, n, (tot,), generator=g)) % n
+    key = torch.unique((b * n + s) * n + t)
+    return key // n, (key // (n * n)) * n + key % n
+
+
+def reduced_forward(z0: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, betas, alphas, B: int, n: int):
+    """U = I_n, one scalar selectivity beta_c and one OV scale alpha_c per layer, residual + L2 norm, no MLP.
+    z0 (B, n); returns the slots [z_0, ..., z_L], each (B, n)."""
+    outdeg = torch.zeros(B * n, dtype=F64).index_add_(0, src, torch.ones_like(src, dtype=F64))
+    has = outdeg > 0
+    zs = [z0]
+    z = z0
+    for beta, alpha in zip(betas, alphas):
+        logit = (beta * z.reshape(-1) + torch.log(outdeg.clamp(min=1))).masked_fill(~has, float("-inf")).view(B, n)
+        P = torch.softmax(logit, -1).reshape(-1)
+        P = torch.nan_to_num(P, nan=0.0)
+        w = (P / outdeg.clamp(min=1))[src]
+        y = torch.zeros(B * n, dtype=F64).index_add_(0, tgt, w).view(B, n)
+        a = z + alpha * y
+        z = a / a.norm(dim=-1, keepdim=True).clamp(min=1e-300)
+        zs.append(z)
+    return zs
+
+
+def reduced_sets(root: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, B: int, n: int, L: int) -> torch.Tensor:
+    V = torch.zeros(B * n, dtype=F64)
+    V[torch.arange(B) * n + root] = 1
+    out = [V.view(B, n).clone()]
+    for _ in range(L):
+        V = ((V + torch.zeros_like(V).index_add_(0, tgt, V[src])) > 0).to(F64)
+        out.append(V.view(B, n).clone())
+    return torch.stack(out, 1)  # (B, L+1, n)
+
+
+def gradient_law(n: int, np_: float, L: int, batch: int, seed: int = 0, point: str = "uniform") -> list[dict]:
+    """R_c = |∂_{beta_c} L_e2e| / |∂_{beta_c} L_c| for c = 0..L-1 on the reduced model (U = I_n), with
+    L_e2e = 1 - cos(z_L, z_L*) and L_c = 1 - cos(z_{c+1}, z_{c+1}*) (the layer's own cascade loss).
+    ``point``: uniform (beta_c = 0) or ideal (beta_c = 2 sqrt(k_c) log(n np), selective); alpha_c = α*_c at the
+    batch's mean sizes. Predicted (Prop. 7): R_c ∝ (np)^{-(L-1-c)/2}."""
+    g = counter_generator("superposition/gradlaw", n, np_, L, batch, seed)
+    p = np_ / n
+    src, tgt = sparse_er(g, batch, n, p)
+    root = torch.randint(0, n, (batch,), generator=g)
+    V = reduced_sets(root, src, tgt, batch, n, L)
+    k = V.sum(-1).mean(0)  # (L+1,)
+    alphas = [float((k[c + 1] - k[c]) / k[c].sqrt()) for c in range(L)]
+    b0 = [0.0 if point == "uniform" else 2 * math.sqrt(float(k[c])) * math.log(n * np_) for c in range(L)]
+    betas = [torch.tensor(b, dtype=F64, requires_grad=True) for b in b0]
+    z0 = V[:, 0].clone()
+    zs = reduced_forward(z0, src, tgt, betas, alphas, batch, n)
+    zstar = V / V.sum(-1, keepdim=True).sqrt()
+
+    def cosloss(c):
+        return (1 - (zs[c] * zstar[:, c]).sum(-1)).mean()
+
+    e2e = torch.autograd.grad(cosloss(L), betas, retain_graph=True)
+    rows = []
+    for c in range(L):
+        (loc,) = torch.autograd.grad(cosloss(c + 1), [betas[c]], retain_graph=True)
+        R = abs(float(e2e[c])) / max(abs(float(loc)), 1e-300)
+        rows.append({"n": n, "np": np_, "L": L, "c": c, "point": point, "depth_after": L - 1 - c,
+                     "x": (L - 1 - c) * math.log10(np_), "R": R, "log10_R": math.log10(max(R, 1e-300)),
+                     "predicted": np_ ** (-(L - 1 - c) / 2), "grad_e2e": float(e2e[c]), "grad_local": float(loc)})
+    return rows
+
+
+# ----------------------------------------------------------------------------- W^emb gradients (E7, App. H.1)
+
+def wemb_forward(W: torch.Tensor, adj: torch.Tensor, root: torch.Tensor, alphas, d: int) -> list[torch.Tensor]:
+    """Reduced model with a full logit matrix per layer: logit_s = z^T W_c e_s / sqrt(d) (U = I_n), OV = α_c I,
+    residual + L2 norm. W (L, n, n); adj (B, n, n)."""
+    B, n, _ = adj.shape
+    outdeg = adj.sum(-1)
+    has = outdeg > 0
+    z = torch.zeros(B, n, dtype=F64)
+    z[torch.arange(B), root] = 1
+    zs = [z]
+    for c, alpha in enumerate(alphas):
+        logit = (z @ W[c]) / math.sqrt(d) + torch.log(outdeg.clamp(min=1))
+        logit = logit.masked_fill(~has, float("-inf"))
+        P = torch.nan_to_num(torch.softmax(logit, -1), nan=0.0)
+        y = torch.bmm((P / outdeg.clamp(min=1)).unsqueeze(1), adj).squeeze(1)
+        a = z + alpha * y
+        z = a / a.norm(dim=-1, keepdim=True)
+        zs.append(z)
+    return zs
+
+
+def wemb_grad(W: torch.Tensor, adj, root, V, alphas, d: int) -> torch.Tensor:
+    """∇_W L_sup (L_sup = Σ_{c>=1} mean(1 - cos(z_c, z_c*))), (L, n, n)."""
+    W = W.clone().requires_grad_(True)
+    zs = wemb_forward(W, adj, root, alphas, d)
+    zstar = V.to(F64) / V.sum(-1, keepdim=True).to(F64).sqrt()
+    loss = sum((1 - (zs[c] * zstar[:, c]).sum(-1)).mean() for c in range(1, len(zs)))
+    (g,) = torch.autograd.grad(loss, W)
+    return g
+
+
+def diag_off_split(G: torch.Tensor, basis: str = "I") -> tuple[float, float]:
+    """(||G_off||_F, ||G_diag||_F): G_diag = projection on span{I} (or span{I, J}), G_off the remainder."""
+    n = G.shape[-1]
+    eye = torch.eye(n, dtype=G.dtype)
+    if basis == "I":
+        proj = torch.diagonal(G).mean() * eye
+    else:
+        off = ~torch.eye(n, dtype=torch.bool)
+        mu = G[off].mean()
+        gam = torch.diagonal(G).mean() - mu
+        proj = gam * eye + mu * torch.ones_like(G)
+    return float((G - proj).norm()), float(proj.norm())
+
+
+def conjecture_d(points: int, n: int = 50, np_: float = 2.0, L: int = 3, d: int = 64, batch: int = 64,
+                 perturb: float = 0.01, seed: int = 0) -> list[dict]:
+    """App. H.5: R(γ) = ||(∇L)_off||_F / ||(∇L)_diag||_F at W^emb = γ(I - J/n) (+ a small relative perturbation),
+    γ log-uniform in [1e-2, γ_sat]; one fresh batch of graphs per point; per layer and all layers together."""
+    from ..tasks.reachability import sample_graphs
+
+    k = [sum(np_ ** j for j in range(c + 1)) for c in range(L + 1)]
+    alphas = [(k[c + 1] - k[c]) / math.sqrt(k[c]) for c in range(L)]
+    gsat = gamma_sat(d, np_ ** (L - 1), n)
+    g = counter_generator("superposition/conjD", n, np_, L, seed)
+    eye = torch.eye(n, dtype=F64)
+    J = torch.ones(n, n, dtype=F64)
+    rows = []
+    for i in range(points):
+        gam = math.exp(math.log(1e-2) + (math.log(gsat) - math.log(1e-2)) * float(torch.rand(1, generator=g, dtype=F64)))
+        W = gam * (eye - J / n).expand(L, n, n).clone()
+        W = W + perturb * gam * torch.randn(L, n, n, generator=g, dtype=F64) / math.sqrt(n)
+        b = sample_graphs(g, batch, n, np_ / n, L)
+        G = wemb_grad(W, b.adj.to(F64), b.root, b.V, alphas, d)
+        for c in range(L):
+            off, dg = diag_off_split(G[c], "I")
+            off2, dg2 = diag_off_split(G[c], "IJ")
+            rows.append({"point": i, "gamma": gam, "layer": c, "R": off / max(dg, 1e-300),
+                         "R_IJ": off2 / max(dg2, 1e-300), "grad_norm": float(G[c].norm())})
+    return rows
+
+
+def diagonal_advantage(n: int = 50, np_: float = 2.0, L: int = 3, d: int = 64, batches: int = 20, batch: int = 256,
+                       seed: int = 0) -> dict:
+    """App. H.1: Monte-Carlo population gradient of L_sup w.r.t. W^emb at W = 0 (all layers), summed over
+    layers; signed ratio |mean diag| / |mean off-diag|, entrywise |.| ratio, and the I / J coefficients."""
+    from ..tasks.reachability import sample_graphs
+
+    k = [sum(np_ ** j for j in range(c + 1)) for c in range(L + 1)]
+    alphas = [(k[c + 1] - k[c]) / math.sqrt(k[c]) for c in range(L)]
+    g = counter_generator("superposition/diag-adv", n, np_, L, seed)
+    G = torch.zeros(L, n, n, dtype=F64)
+    for _ in range(batches):
+        b = sample_graphs(g, batch, n, np_ / n, L)
+        G += wemb_grad(torch.zeros(L, n, n, dtype=F64), b.adj.to(F64), b.root, b.V, alphas, d) / batches
+    Gs = G.sum(0)
+    off = ~torch.eye(n, dtype=torch.bool)
+    md, mo = float(torch.diagonal(Gs).mean()), float(Gs[off].mean())
+    row_sum = float(Gs.sum(-1).abs().max() / Gs.abs().max())
+    return {"signed_ratio": abs(md) / abs(mo), "abs_ratio": float(torch.diagonal(Gs).abs().mean() / Gs[off].abs().mean()),
+            "I_coef": md - mo, "J_coef": mo, "row_sum_rel": row_sum}

@@ -1,0 +1,152 @@
+"""The mixer contract, for every registered causal mixer: schema, shapes, causality, float64 gradcheck, step
+decoding == parallel forward (where a recurrent form exists), clear ValueErrors, reported backend."""
+from __future__ import annotations
+
+import jsonschema
+import pytest
+import torch
+
+from seqmix import registry
+from seqmix.mixers.base import build_mixer
+from seqmix.ops.backends import backend_report
+
+D = 8  # tiny width: every mixer's head/state sizes below divide it
+T = 6
+
+# options that make each mixer tiny; every registered mixer must appear here (test_every_mixer_is_covered)
+OPTIONS = {
+    "softmax_attention": {"heads": 2}, "nope": {"heads": 2}, "rope": {"heads": 2}, "rope_qkv": {"heads": 2},
+    "alibi": {"heads": 2}, "so2_random_qk": {"heads": 2}, "so2_random_qkv": {"heads": 2},
+    "so2_learned_qk": {"heads": 2}, "so2_learned_qkv": {"heads": 2}, "path": {"heads": 2, "chunk": 4},
+    "s4d": {"d_state": 3}, "s6": {"d_state": 3}, "b2s6": {"blocks": 2, "d_state": 3},
+    "b2s6_real": {"blocks": 2, "d_state": 3}, "b2s6_nobias": {"blocks": 2, "d_state": 3},
+    "mamba": {"expand": 1, "unit_options": {"d_state": 3}},
+    "mamba2": {"d_state": 3, "headdim": 4, "chunk": 4}, "sessa": {"heads": 2}, "sessa_nofb": {"heads": 2},
+    "linear_ssm": {"state": 3}, "factorized_linear_attention": {"heads": 2}, "mha": {"heads": 2},
+    "bidirectional": {"mixer": {"name": "s4d", "d_state": 3}},
+}
+NONCAUSAL = {"bidirectional"}
+CAUSAL = sorted(set(OPTIONS) - NONCAUSAL)
+
+
+def make(name: str, dtype=torch.float64, seed=0) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    m = build_mixer(name, D, seq_len=T, **OPTIONS[name]).to(dtype)
+    if name.startswith("so2_learned"):  # leave the RoPE point so the learned angles matter
+        with torch.no_grad():
+            m.angle_proj.weight.normal_(0, 0.5)
+    return m
+
+
+def run(m: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    if hasattr(m, "reseed"):
+        m.reseed()  # random rotations: the same angles on every call
+    return m(x)
+
+
+def test_every_mixer_is_covered():
+    missing = set(registry.names("mixer")) - set(OPTIONS)
+    assert not missing, f"newly registered mixers {sorted(missing)}: add tiny options for them to OPTIONS here"
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_schema_is_valid_and_accepts_the_test_options(name):
+    cls = registry.get_mixer(name)
+    schema = cls.config_schema
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.validate(OPTIONS[name], schema)
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_shape_and_dtype(name):
+    for dtype in (torch.float32, torch.float64):
+        m = make(name, dtype)
+        y = run(m, torch.randn(2, T, D, dtype=dtype))
+        assert y.shape == (2, T, D) and y.dtype == dtype and torch.isfinite(y).all()
+
+
+@pytest.mark.parametrize("name", CAUSAL)
+def test_causality(name):
+    m = make(name)
+    x = torch.randn(2, T, D, dtype=torch.float64)
+    y = run(m, x)
+    for t0 in (1, T - 2):
+        x2 = x.clone()
+        x2[:, t0] += torch.randn(2, D, dtype=torch.float64)
+        y2 = run(m, x2)
+        # positions before t0 unchanged (FFT convolutions only to rounding); t0 itself does change
+        assert (y2[:, :t0] - y[:, :t0]).abs().max() <= 1e-12, name
+        assert (y2[:, t0] - y[:, t0]).abs().max() > 1e-6, name
+
+
+def test_bidirectional_sees_the_future_and_respects_padding():
+    m = make("bidirectional")
+    x = torch.randn(2, T, D, dtype=torch.float64)
+    x2 = x.clone()
+    x2[:, -1] += 1
+    assert (run(m, x2)[:, 0] - run(m, x)[:, 0]).abs().max() > 1e-6
+    lengths = torch.tensor([T, 4])
+    y = m(x, lengths=lengths)
+    y_short = m(x[1:, :4], lengths=None)
+    assert torch.allclose(y[1, :4], y_short[0], atol=1e-12)  # padding after the valid prefix is never read
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_gradcheck_float64(name):
+    m = make(name)
+    x = torch.randn(1, 5 if name != "factorized_linear_attention" else T, D, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda inp: run(m, inp), (x,), eps=1e-6, atol=1e-5, rtol=1e-4)
+
+
+STEPPERS = [n for n in CAUSAL if hasattr(registry.get_mixer(n), "step")]
+
+
+def test_recurrent_mixers_have_steps():
+    assert {"s4d", "s6", "b2s6", "mamba", "mamba2", "sessa", "sessa_nofb"} <= set(STEPPERS)
+
+
+@pytest.mark.parametrize("name", STEPPERS)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_step_decoding_equals_parallel_forward(name, dtype):
+    m = make(name, dtype)
+    x = torch.randn(2, T, D, dtype=dtype)
+    y = m(x)
+    state, ys = m.init_state(2, dtype), []
+    for t in range(T):
+        yt, state = m.step(x[:, t], state)
+        ys.append(yt)
+    err = float((torch.stack(ys, 1) - y).detach().norm() / y.detach().norm())
+    assert err <= {torch.float64: 1e-10, torch.float32: 1e-4}[dtype], err
+
+
+MINE = [n for n in sorted(OPTIONS) if n not in ("linear_ssm", "factorized_linear_attention", "mha")]
+
+
+@pytest.mark.parametrize("name", MINE)
+def test_wrong_width_raises(name):
+    m = make(name)
+    with pytest.raises(ValueError, match="d_model"):
+        m(torch.randn(1, T, D + 2, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("name", MINE)
+def test_backend_is_reported(name):
+    m = make(name)
+    run(m, torch.randn(1, T, D, dtype=torch.float64))
+    assert m.backend == "reference"
+    assert set(backend_report(torch.nn.Sequential(m)).values()) == {"reference"}
+
+
+@pytest.mark.parametrize("name,kw,arg", [
+    ("rope", {"heads": 2}, "head_dim"),  # width 6: head_dim 3 is odd
+    ("so2_learned_qkv", {"heads": 2}, "head_dim"),
+    ("sessa", {"heads": 2}, "head_dim"),
+    ("softmax_attention", {"heads": 4}, "heads"),
+    ("b2s6", {"blocks": 4}, "blocks"),
+    ("mamba2", {"headdim": 8}, "headdim"),  # d_inner = 20
+    ("s6", {"d_state": 0}, "d_state"),
+])
+def test_shape_errors_name_the_argument(name, kw, arg):
+    width = 10 if arg in ("heads", "blocks", "headdim") else 6
+    with pytest.raises(ValueError, match=arg):
+        build_mixer(name, width, **kw)
