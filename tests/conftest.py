@@ -15,3 +15,30 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
+
+
+def copy_workflow(dst: Path, papers: list[str] | None = None) -> Path:
+    """A runnable copy of the workflow in ``dst`` (Snakefile, workflow, config, profiles, src), with the
+    DAG restricted to ``papers`` when given. Tests run their DAGs there, never in the checkout."""
+    import re
+    import shutil
+
+    for item in ("Snakefile", "workflow", "config", "profiles", "src"):
+        src = ROOT / item
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, dst / item)
+    if papers:
+        cfg = dst / "config" / "config.yaml"
+        text = cfg.read_text()
+        assert re.search(r"^papers: \[.*\]", text, flags=re.M), "config/config.yaml has no one-line papers: [...]"
+        cfg.write_text(re.sub(r"^papers: \[.*\]", f"papers: [{', '.join(papers)}]", text, flags=re.M))
+    return dst
+
+
+def snakemake_local(workdir: Path, *args: str, timeout: int = 800):
+    """`snakemake --workflow-profile profiles/local ARGS` in ``workdir``, with this venv's tools on PATH."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    return subprocess.run([sys.executable, "-m", "snakemake", "--workflow-profile", "profiles/local", *args],
+                          cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)

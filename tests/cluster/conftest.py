@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, copy_workflow  # noqa: F401  (re-exported to the cluster tests)
 
 SCRIPT = ROOT / "scripts" / "slurm-local.sh"
 HOW = ("SLURM is not available: install it once with `sudo scripts/slurm-local.sh install` "
@@ -81,13 +81,6 @@ def write(path: Path, obj) -> Path:
 
 def seqmix_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "seqmix", *args]
-
-
-def copy_workflow(dst: Path) -> Path:
-    for item in ("Snakefile", "workflow", "config", "profiles", "src"):
-        src = ROOT / item
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, dst / item)
-    return dst
 
 
 def small_heads_config(work: Path, dispatch: str) -> None:

@@ -4,9 +4,7 @@ change that re-runs only the cells it touches."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -15,27 +13,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import ROOT
+from conftest import copy_workflow, snakemake_local
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 
 def smk(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    return subprocess.run([sys.executable, "-m", "snakemake", "--workflow-profile", "profiles/local", *args],
-                          cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
+    return snakemake_local(workdir, *args, timeout=600)
 
 
 @pytest.fixture(scope="session")
 def dag(tmp_path_factory):
-    work = tmp_path_factory.mktemp("heads-dag")
-    for item in ("Snakefile", "workflow", "config", "profiles", "src"):
-        src = ROOT / item
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, work / item)
-    cfg = work / "config" / "config.yaml"
-    text = cfg.read_text()
-    assert re.search(r"^papers: \[.*\]", text, flags=re.M)
-    cfg.write_text(re.sub(r"^papers: \[.*\]", "papers: [heads]", text, flags=re.M))  # this DAG: heads only
+    work = copy_workflow(tmp_path_factory.mktemp("heads-dag"), ["heads"])  # this DAG: heads only
     first = smk(work)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-5000:]
     return {"dir": work, "first": first}

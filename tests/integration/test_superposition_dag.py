@@ -3,17 +3,13 @@ figure and claims file exists, the closed-form claims hold, the figures' CSVs ar
 per-epoch diagnostics, and a second run is a no-op."""
 from __future__ import annotations
 
-import os
-import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from conftest import ROOT
+from conftest import copy_workflow, snakemake_local
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -22,19 +18,12 @@ FIGURES = ["figure1", "figure2", "figure3", "figure_e3_mobius", "figure_e4_diago
 
 
 def smk(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    return subprocess.run([sys.executable, "-m", "snakemake", "--workflow-profile", "profiles/local", *args],
-                          cwd=workdir, env=env, capture_output=True, text=True, timeout=800)
+    return snakemake_local(workdir, *args, timeout=800)
 
 
 @pytest.fixture(scope="session")
 def sdag(tmp_path_factory):
-    work = tmp_path_factory.mktemp("superposition-dag")
-    for item in ("Snakefile", "workflow", "config", "profiles", "src"):
-        src = ROOT / item
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, work / item)
-    cfg = work / "config" / "config.yaml"
-    cfg.write_text(re.sub(r"^papers: \[.*\]", "papers: [superposition]", cfg.read_text(), flags=re.M))
+    work = copy_workflow(tmp_path_factory.mktemp("superposition-dag"), ["superposition"])
     first = smk(work)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-5000:]
     return work
