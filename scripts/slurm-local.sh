@@ -97,6 +97,11 @@ up() {
     (setsid mariadbd --user=mysql >"$STATE/log/mariadb.log" 2>&1 &)
     wait_for 60 mariadb mysqladmin ping
   fi
+  # A fresh controller state restarts job ids at 1: drop old accounting records, or sacct would report an
+  # old job's state for a new job with the same id (and submitit would take it for finished).
+  if [ ! -e "$STATE/spool/ctld/job_state" ]; then
+    mysql -e "DROP DATABASE IF EXISTS slurm_acct_db;"
+  fi
   mysql -e "CREATE DATABASE IF NOT EXISTS slurm_acct_db; CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY 'seqmix'; GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost'; FLUSH PRIVILEGES;"
   # munge
   if ! pgrep -x munged >/dev/null; then
