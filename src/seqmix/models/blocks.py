@@ -74,3 +74,15 @@ def make_blocks(d_model: int, n_layers: int, mixer: dict, block: str, mlp_hidden
             m.angle_seed = m.angle_seed + 7919 * layer
         blocks.append(SessaBlock(d_model, m) if block == "gated" else ResidualBlock(d_model, m, mlp_hidden, norm))
     return nn.ModuleList(blocks)
+
+
+# Config-schema properties every residual stack (decoder LM, sequence classifier) shares.
+STACK_PROPERTIES = {
+    "d_model": {"type": "integer", "minimum": 1},
+    "n_layers": {"type": "integer", "minimum": 1},
+    "mixer": {"type": "object", "required": ["name"]},
+    "block": {"enum": list(BLOCKS)},
+    "mlp_ratio": {"type": "number", "minimum": 0},
+    "mlp_hidden": {"type": ["integer", "null"], "minimum": 0},
+    "norm": {"enum": ["layernorm", "rmsnorm"]},
+}

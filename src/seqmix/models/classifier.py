@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from .. import registry
-from .blocks import BLOCKS, make_blocks, make_norm, mixer_kwargs
+from .blocks import STACK_PROPERTIES, make_blocks, make_norm, mixer_kwargs
 
 
 @registry.register_model("sequence_classifier")
@@ -20,13 +20,7 @@ class SequenceClassifier(nn.Module):
     config_schema = {
         "type": "object", "additionalProperties": False, "required": ["d_model", "n_layers", "mixer"],
         "properties": {
-            "d_model": {"type": "integer", "minimum": 1},
-            "n_layers": {"type": "integer", "minimum": 1},
-            "mixer": {"type": "object", "required": ["name"]},
-            "block": {"enum": list(BLOCKS)},
-            "mlp_ratio": {"type": "number", "minimum": 0},
-            "mlp_hidden": {"type": ["integer", "null"], "minimum": 0},
-            "norm": {"enum": ["layernorm", "rmsnorm"]},
+            **STACK_PROPERTIES,
             "pooling": {"enum": ["mean", "last"]},
             "vocab_size": {"type": ["integer", "null"], "minimum": 1},
             "d_in": {"type": ["integer", "null"], "minimum": 1},

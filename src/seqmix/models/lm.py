@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from .. import registry
-from .blocks import BLOCKS, make_blocks, make_norm, mixer_kwargs
+from .blocks import STACK_PROPERTIES, make_blocks, make_norm, mixer_kwargs
 
 
 @registry.register_model("decoder_lm")
@@ -21,13 +21,7 @@ class DecoderLM(nn.Module):
     config_schema = {
         "type": "object", "additionalProperties": False, "required": ["d_model", "n_layers", "mixer"],
         "properties": {
-            "d_model": {"type": "integer", "minimum": 1},
-            "n_layers": {"type": "integer", "minimum": 1},
-            "mixer": {"type": "object", "required": ["name"]},
-            "block": {"enum": list(BLOCKS)},
-            "mlp_ratio": {"type": "number", "minimum": 0},
-            "mlp_hidden": {"type": ["integer", "null"], "minimum": 0},
-            "norm": {"enum": ["layernorm", "rmsnorm"]},
+            **STACK_PROPERTIES,
             "tie_embeddings": {"type": "boolean"},
             "vocab_size": {"type": ["integer", "null"], "minimum": 1},
         },
