@@ -13,6 +13,7 @@ rule superposition_theory:
         run=R("superposition", "run", "paper.json"),
     output:
         theory=R("superposition", "theory", "summary.csv"),
+        bounds=R("superposition", "theory", "bounds.csv"),
         mobius=R("superposition", "mobius", "summary.csv"),
         mobius_trace=R("superposition", "mobius", "trace.csv"),
         gradlaw=R("superposition", "gradlaw", "summary.csv"),

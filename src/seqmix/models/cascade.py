@@ -87,12 +87,16 @@ class CascadeTransformer(nn.Module):
         self.register_buffer("U", task.U.clone())  # (d, n), fixed (not trained)
         count = 1 if tie_layers else self.L
         self.layers = nn.ModuleList(CascadeLayer(self.d, d_mlp, mlp, qk_init_std) for _ in range(count))
+        # the task's optional learnable readout-softmax scale (spec U9) is a parameter, so it lives here
+        scale = getattr(task, "node_logit_scale", None)
+        self.logit_scale = nn.Parameter(torch.tensor(float(scale))) if scale is not None else None
 
     def layer(self, c: int) -> CascadeLayer:
         return self.layers[0 if self.tie else c]
 
     def forward(self, x, internals: bool = False) -> dict:
-        """x = (adj (B, n, n), root (B,)). Returns {"z": (B, L+1, d)} (z_0 = u_r; unnormalised under NoLN);
+        """x = (adj (B, n, n), root (B,)). Returns {"z": (B, L+1, d)} (z_0 = u_r; unnormalised under NoLN),
+        "logit_scale" () when the task asks for a learnable readout scale;
         with ``internals`` also per layer "P" (B, L, n) source attention mass, "pre" (B, L, d) = ã,
         "post" (B, L, d) = ã + h (before LN)."""
         adj, root = x
@@ -112,6 +116,8 @@ class CascadeTransformer(nn.Module):
             if internals:
                 Ps.append(P), pres.append(a), posts.append(post)
         out = {"z": torch.stack(zs, 1)}
+        if self.logit_scale is not None:
+            out["logit_scale"] = self.logit_scale
         if internals:
             out.update(P=torch.stack(Ps, 1), pre=torch.stack(pres, 1), post=torch.stack(posts, 1))
         return out

@@ -2,15 +2,16 @@
 
 Artefacts (``python -m seqmix artefact --name <name>``):
 - ``theory``: closed forms (E10), Monte-Carlo set sizes, the reduced Möbius scalar model (E3), the e2e
-  gradient-decay law on the reduced model (E6), Conjecture D (E7), the App. H.1 diagonal advantage
-  -> theory/summary.csv, mobius/{summary,trace}.csv, gradlaw/summary.csv, conjd/summary.csv
+  gradient-decay law on the reduced model (E6), Conjecture D (E7), the App. H.1 diagonal advantage, the E10
+  bound checks (Lemmas 9, 11, 12, 30, 31, Prop. 3(i))
+  -> theory/summary.csv, theory/bounds.csv, mobius/{summary,trace}.csv, gradlaw/summary.csv, conjd/summary.csv
 - ``tables``: Table 1 (LN x Res), Table 2 (per-slot cosines + single-step bound), Table 3 (final-slot cosines
   per loss), each with the paper's numbers beside ours (mean ± std over seeds)
 - ``figures``: Figure 1 (data-driven four-stage attractor), Figure 2 (r(c) trajectories), Figure 3
   (fingerprint), E3 |A| vs step, E4 diag/off ratio vs step, E6 gradient law, E7 R(γ), E8 A_c during training;
   each with the CSV it is drawn from.
 
-The reduced experiments' sizes per scale live in ``THEORY`` below (they need no training).
+The sizes of what trains nothing come from the paper config's ``analysis`` block at the run's scale.
 """
 from __future__ import annotations
 
@@ -21,16 +22,6 @@ import pandas as pd
 
 from ..io import read_json, write_text
 from ..report.tables import write_csv
-
-THEORY = {
-    # mc: Monte-Carlo graphs for the set-size table; gradlaw: (n, graphs, np values); conjd: points
-    "tiny": {"mc": 20000, "mobius_steps": 10000, "gl_n": 500, "gl_batch": 256, "gl_np": [2, 3, 4], "conjd": 300,
-             "diag_batches": 10},
-    "cpu": {"mc": 20000, "mobius_steps": 10000, "gl_n": 2000, "gl_batch": 1024, "gl_np": [2, 3, 4, 6], "conjd": 5000,
-            "diag_batches": 100},
-    "paper": {"mc": 100000, "mobius_steps": 10000, "gl_n": 4000, "gl_batch": 4096, "gl_np": [2, 3, 4, 6],
-              "conjd": 5000, "diag_batches": 400},
-}
 
 MODES = ["sup", "node", "e2e_cos", "e2e_ce", "composite_sup"]
 MODE_LABEL = {"sup": "L_sup", "node": "L_node", "e2e_cos": "L_e2e (cosine, §3)", "e2e_ce": "L_e2e (lex-min CE, Lemma 49)",
@@ -58,7 +49,7 @@ def theory(run: dict, out: Path) -> None:
     from ..tasks.reachability import set_size_table
     from ..theory import superposition as T
 
-    st = THEORY[run["scale"]]
+    st = run["config"]["analysis"][run["scale"]]
     root = Path(run["results"]) / run["paper"]
     rows: list[dict] = []
 
@@ -149,7 +140,55 @@ def theory(run: dict, out: Path) -> None:
     add("diag_adv_signed_ratio", da["signed_ratio"])
     add("diag_adv_abs_ratio", da["abs_ratio"])
     add("diag_adv_row_sum_rel", da["row_sum_rel"])
+    _bounds(st, out, add)
     write_csv(out / "summary.csv", rows)
+
+
+def _bounds(st: dict, out: Path, add) -> None:
+    """E10 checks of the auxiliary bounds; the per-instance rows go to theory/bounds.csv."""
+    import torch
+
+    from ..theory import superposition as T
+    from ..theory import superposition_bounds as SB
+
+    detail: list[dict] = []
+    sat = SB.softmax_saturation(st["lemma12"])
+    for key in ("random_mass_ratio", "random_cross_ratio", "random_restricted_ratio", "adversarial_cross_ratio"):
+        add(f"lemma12_{key}", sat[key])
+    detail += [{"check": "lemma12_adversarial", "S": m, "value": r} for m, r in sat["adversarial_cross_ratio_by_S"].items()]
+    tail = SB.frontier_tail(50, 0.04, 3, st["lemma11"])
+    informative = [r for r in tail if r["informative"]]
+    add("lemma11_tail_holds_frac", np.mean([r["holds"] for r in informative]))
+    add("lemma11_tail_max_ratio", max(r["empirical_tail"] / r["bound"] for r in informative))
+    detail += [{"check": "lemma11_tail", **r} for r in tail]
+    ks = [2.0 ** c for c in range(4)]
+    for c in range(3):
+        e = SB.prop3_expansion(8.7, ks[c], ks[c + 1])
+        add(f"prop3_step3_ratio_paper_c{c}", e["numeric"] / e["paper"])
+        add(f"prop3_step3_ratio_corrected_c{c}", e["numeric"] / e["corrected"])
+    fl = SB.prop3_floor(st["prop3"])
+    add("prop3_floor_frac_holds", fl["frac_holds"])
+    add("prop3_floor_min_ratio", fl["min_ratio"])
+    k = torch.tensor(ks[:3], dtype=torch.float64)
+    errs = [abs(SB.lemma31_kappa(a, k, 2 * k) / SB.lemma31_kappa_numeric(a, k, 2 * k) - 1) for a in (3.0, 5.0, 8.7)]
+    add("lemma31_kappa_rel_err", max(errs))
+    flow = SB.mobius_gradient_flow(T.mobius_inits(16, seed=1), steps=st["flow_steps"])["runs"]
+    prem = [r for r in flow if r["premise"]]
+    add("lemma30_premise_runs", len(prem))
+    add("lemma30_b1_negative_frac", np.mean([r["b1_negative"] for r in prem]))
+    add("lemma30_energy_nonincreasing_frac", np.mean([r["E_nonincreasing"] for r in prem]))
+    rated = [r for r in prem if np.isfinite(r["rate"])]
+    add("lemma31_rate_over_nu_min", min(r["rate"] / r["nu"] for r in rated))
+    detail += [{"check": "lemma31_flow", **r} for r in flow]
+    hs = [SB.hessian_gap(st["hessian_exact_n"], 2.0, 3, 64, g, "exact") for g in (0.0, 4.0, 16.0)]
+    if st.get("hessian_mc_graphs"):
+        hs += [SB.hessian_gap(st["hessian_mc_n"], 2.0, 3, 64, g, "mc", st["hessian_mc_graphs"]) for g in (4.0, 16.0)]
+    for h in hs:
+        tag = f"n{h['n']}_{h['graphs']}_g{h['gamma']:g}"
+        add(f"lemma9_lambda_over_bound_{tag}", h["lambda_min"] / h["bound"])
+        add(f"lemma9_gauge_free_over_bound_{tag}", h["lambda_min_gauge_free"] / h["bound"])
+    detail += [{"check": "lemma9_hessian", **h} for h in hs]
+    write_csv(out / "bounds.csv", detail)
 
 
 def _mobius(st: dict, out: Path, add) -> None:

@@ -168,34 +168,42 @@ def eval_set(n: int, p: float, L: int, eval_seed: int, size: int, semantics: str
 
 # ----------------------------------------------------------------------------- losses
 
-def slot_losses(z: torch.Tensor, V: torch.Tensor, U: torch.Tensor, kind: str) -> torch.Tensor:
+def slot_losses(z: torch.Tensor, V: torch.Tensor, U: torch.Tensor, kind: str, scale=None) -> torch.Tensor:
     """Per-slot losses (B, S) for slots z: (B, S, d) against sets V: (B, S, n).
-    sup: 1 - cos(z_c, z_c*); node: CE(softmax(U^T z_c), uniform on V_c)."""
+    sup: 1 - cos(z_c, z_c*); node: CE(softmax(s U^T z_c), uniform on V_c), s = ``scale`` (None = 1)."""
     if kind == "sup":
         return 1.0 - cosine(z, ideal_targets(V, U))
     if kind == "node":
-        logp = torch.log_softmax(z @ U, dim=-1)
+        logp = torch.log_softmax(_readout(z, U, scale), dim=-1)
         Vf = V.to(z.dtype)
         return -(logp * Vf).sum(-1) / Vf.sum(-1).clamp(min=1)
     raise ValueError(kind)
 
 
-def supervision_loss(z: torch.Tensor, batch: GraphBatch, U: torch.Tensor, mode: str, slots: str = "all") -> torch.Tensor:
+def _readout(z: torch.Tensor, U: torch.Tensor, scale=None) -> torch.Tensor:
+    """Readout logits U^T z (§3: no temperature), times the learnable ``scale`` when the model has one (U9)."""
+    logits = z @ U
+    return logits if scale is None else scale * logits
+
+
+def supervision_loss(z: torch.Tensor, batch: GraphBatch, U: torch.Tensor, mode: str, slots: str = "all",
+                     scale=None) -> torch.Tensor:
     """The training loss. z: (B, L+1, d) slots z_0..z_L (z_0 = u_r is never supervised).
 
     ``slots``: all -> z_1..z_L supervised (default, spec U1); intermediate -> z_1..z_{L-1} (the literal §3 sum).
+    ``scale``: the readout-softmax scale of the node and cross-entropy losses (None = 1, §3).
     """
     L = z.shape[1] - 1
     last = L + 1 if slots == "all" else L
     if mode in ("sup", "node"):
-        return slot_losses(z[:, 1:last], batch.V[:, 1:last], U, mode).sum(-1).mean()
+        return slot_losses(z[:, 1:last], batch.V[:, 1:last], U, mode, scale).sum(-1).mean()
     if mode == "e2e_cos":
         return (1.0 - cosine(z[:, L], ideal_targets(batch.V[:, L:L + 1], U)[:, 0])).mean()
-    ce = torch.nn.functional.cross_entropy(z[:, L] @ U, batch.lexmin)
+    ce = torch.nn.functional.cross_entropy(_readout(z[:, L], U, scale), batch.lexmin)
     if mode == "e2e_ce":
         return ce
     if mode in ("composite_sup", "composite_node"):
-        inter = slot_losses(z[:, 1:L], batch.V[:, 1:L], U, mode.split("_")[1]).sum(-1).mean() if L > 1 else 0.0
+        inter = slot_losses(z[:, 1:L], batch.V[:, 1:L], U, mode.split("_")[1], scale).sum(-1).mean() if L > 1 else 0.0
         return ce + inter
     raise ValueError(f"unknown loss {mode!r}; known: {', '.join(LOSSES)}")
 
@@ -225,13 +233,17 @@ class Reachability(Task):
             "eval_size": {"type": "integer", "minimum": 1},
             "eval_seed": {"type": "integer", "minimum": 0},
             "diag_size": {"type": "integer", "minimum": 1, "description": "instances per in-training evaluation"},
+            "node_logit_scale": {"type": ["number", "null"], "exclusiveMinimum": 0,
+                                 "description": "init of a learnable readout-softmax scale for the node and CE "
+                                                "losses (spec U9); null = none, as in §3"},
         },
     }
 
     def __init__(self, n: int, p: float, L: int, d: int = 64, embed: str = "orthonormal_fixed", embed_seed: int = 0,
                  set_semantics: str = "cumulative", min_final_reach: int = 0, loss: str = "sup",
                  supervised_slots: str = "all", eval_size: int = 1024, eval_seed: int = 10000,
-                 diag_size: int | None = None, dtype: torch.dtype = torch.float32):
+                 diag_size: int | None = None, node_logit_scale: float | None = None,
+                 dtype: torch.dtype = torch.float32):
         if loss not in LOSSES:
             raise ValueError(f"unknown loss {loss!r}; known: {', '.join(LOSSES)}")
         self.n, self.p, self.L, self.d = n, p, L, d
@@ -239,6 +251,7 @@ class Reachability(Task):
         self.loss_mode, self.slots = loss, supervised_slots
         self.eval_size, self.eval_seed = eval_size, eval_seed
         self.diag_size = diag_size or eval_size
+        self.node_logit_scale = node_logit_scale
         self.dtype = dtype
         self.U = fixed_embedding(n, d, embed_seed, embed, dtype)
         self.d_in = self.d_out = d
@@ -255,7 +268,8 @@ class Reachability(Task):
         return GraphBatch(b.adj.to(self.dtype), b.root, b.V, b.lexmin)
 
     def loss(self, pred: dict, target: GraphBatch) -> torch.Tensor:
-        return supervision_loss(pred["z"], target, self.U.to(pred["z"].dtype), self.loss_mode, self.slots)
+        return supervision_loss(pred["z"], target, self.U.to(pred["z"].dtype), self.loss_mode, self.slots,
+                                pred.get("logit_scale"))
 
     def evaluate(self, model: torch.nn.Module) -> dict:
         from .reachability_metrics import cascade_diagnostics

@@ -63,6 +63,7 @@ def cascade_diagnostics(task, model, b: GraphBatch, grad_norms: bool = True) -> 
     zstar = ideal_targets(V, U)
     cos = cosine(z, zstar).double()  # (B, L+1)
     logits = z @ U  # (B, L+1, n)
+    out["cos_z0"] = float(cos[:, 0].mean())  # z_0 = u_r: 1 by construction (Table 2's c = 0 column)
     for c in range(1, L + 1):
         out[f"cos_z{c}"] = float(cos[:, c].mean())
         ranks = logits[:, c].argsort(-1, descending=True).argsort(-1)

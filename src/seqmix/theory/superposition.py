@@ -240,13 +240,16 @@ def wemb_forward(W: torch.Tensor, adj: torch.Tensor, root: torch.Tensor, alphas,
     B, n, _ = adj.shape
     outdeg = adj.sum(-1)
     has = outdeg > 0
+    any_edge = has.any(-1, keepdim=True)
     z = torch.zeros(B, n, dtype=F64)
     z[torch.arange(B), root] = 1
     zs = [z]
     for c, alpha in enumerate(alphas):
         logit = (z @ W[c]) / math.sqrt(d) + torch.log(outdeg.clamp(min=1))
         logit = logit.masked_fill(~has, float("-inf"))
-        P = torch.nan_to_num(torch.softmax(logit, -1), nan=0.0)
+        # a graph without edges: zero attention, and no NaN in the backward pass either
+        logit = torch.where(any_edge, logit, torch.zeros_like(logit))
+        P = torch.softmax(logit, -1) * any_edge.to(F64)
         y = torch.bmm((P / outdeg.clamp(min=1)).unsqueeze(1), adj).squeeze(1)
         a = z + alpha * y
         z = a / a.norm(dim=-1, keepdim=True)

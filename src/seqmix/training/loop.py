@@ -152,6 +152,10 @@ def train(cfg: dict, out_dir: str | Path, config_hash: str,
         if diag_every and (done % diag_every == 0 or done == steps):
             diagnose(done)
         if rank == 0 and (done % ckpt_every == 0 or done == steps):
+            ran = done - start
+            per = (time.perf_counter() - t0) / max(ran, 1)
+            log.info("%s: step %d/%d, loss %.4g, %.2f ms/step, about %.0f s left", out, done, steps,
+                     float(loss.item()), 1e3 * per, per * (steps - done))
             torch_save({"model": model.state_dict(), "optimizer": opt.state_dict(),
                         "scheduler": sched.state_dict(), "step": done, "history": history,
                         "config_hash": config_hash}, ckpt_path)
