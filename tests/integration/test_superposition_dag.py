@@ -14,7 +14,7 @@ from conftest import copy_workflow, snakemake_local
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 FIGURES = ["figure1", "figure2", "figure3", "figure_e3_mobius", "figure_e4_diagonalisation", "figure_e6_gradlaw",
-           "figure_e7_conjd", "figure_e8_mobius_A"]
+           "figure_e7_conjd", "figure_e8_mobius_A", "figure_e11_beta_ladder"]
 
 
 def smk(workdir: Path, *args: str) -> subprocess.CompletedProcess:
@@ -32,10 +32,10 @@ def sdag(tmp_path_factory):
 def test_outputs_exist(sdag):
     r = sdag / "results" / "superposition"
     rels = ["claims.md", "claims.csv", "theory/summary.csv", "mobius/summary.csv", "gradlaw/summary.csv",
-            "conjd/summary.csv"]
-    rels += [f"tables/table{i}.{ext}" for i in (1, 2, 3) for ext in ("md", "tex", "csv")]
+            "conjd/summary.csv", "theory/bounds.csv", "ladder/summary.csv"]
+    rels += [f"tables/table{i}.{ext}" for i in ("1", "2", "3", "_e11") for ext in ("md", "tex", "csv")]
     rels += [f"figures/{f}.{ext}" for f in FIGURES for ext in ("png", "pdf", "csv")]
-    rels += [f"{e}/summary.csv" for e in ("e1", "e2", "e4", "e5")]
+    rels += [f"{e}/summary.csv" for e in ("e1", "e2", "e4", "e5", "e11")]
     for rel in rels:
         assert (r / rel).stat().st_size > 0, rel
     e1 = pd.read_csv(r / "e1" / "summary.csv")

@@ -106,3 +106,15 @@ def test_stable_one_minus_cos_equals_the_lemma18_cosine():
     for k, K in ((1, 2), (4, 8), (3, 7)):
         naive = torch.tensor([1 - T.cos_step(float(v), k, K) for v in x], dtype=F64)
         assert torch.allclose(SB.one_minus_cos_step(x, k, K), naive, atol=1e-14)
+
+
+def test_selectivity_ladder_saturates_and_thresholds_grow_with_depth():
+    import numpy as np
+
+    rows = T.selectivity_ladder(100, 2.0, 3, 128, np.geomspace(0.5, 500, 13))
+    for c in range(3):
+        S = [r["S"] for r in rows if r["c"] == c]
+        assert S[0] < 0.5 and S[-1] > 0.99  # uniform attention at small β, saturated at large β
+    star = T.ladder_thresholds(rows)
+    assert star[0] < star[2] < float("inf")
+    assert T.ladder_thresholds([{"c": 0, "beta": 1.0, "S": 0.2}]) == {0: float("inf")}

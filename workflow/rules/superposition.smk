@@ -1,11 +1,12 @@
 # The frontier-superposition paper (Gu & Fu, arXiv 2605.18820): E1 three supervision modes (Tables 2-3,
 # Figures 2-3), E2 LN x Res ablation (Table 1), E4 S_n diagonalisation, E5 gamma_{D-1}, and the reduced
-# experiments that need no training (E3 Möbius, E6 gradient law, E7 Conjecture D, E10 closed forms).
+# experiments that need no training (E3 Möbius, E6 gradient law, E7 Conjecture D, E10 closed forms and bound
+# checks), and E11's optional unreported variants (tied, non-orthogonal U, learnable readout scale; selectivity ladder).
 # Training and evaluation use the shared train/evaluate/collect rules; diagnostics are logged per
 # evaluation epoch by the training loop (eval.every) into each leaf's history.json.
 
 SUPERPOSITION_FIGURES = ["figure1", "figure2", "figure3", "figure_e3_mobius", "figure_e4_diagonalisation",
-                         "figure_e6_gradlaw", "figure_e7_conjd", "figure_e8_mobius_A"]
+                         "figure_e6_gradlaw", "figure_e7_conjd", "figure_e8_mobius_A", "figure_e11_beta_ladder"]
 
 
 rule superposition_theory:
@@ -18,6 +19,7 @@ rule superposition_theory:
         mobius_trace=R("superposition", "mobius", "trace.csv"),
         gradlaw=R("superposition", "gradlaw", "summary.csv"),
         conjd=R("superposition", "conjd", "summary.csv"),
+        ladder=R("superposition", "ladder", "summary.csv"),
     params:
         out=lambda w, output: Path(output.theory).parent,
     log:
@@ -33,6 +35,7 @@ rule superposition_tables:
         run=R("superposition", "run", "paper.json"),
         e1=R("superposition", "e1", "summary.csv"),
         e2=R("superposition", "e2", "summary.csv"),
+        e11=R("superposition", "e11", "summary.csv"),
     output:
         table1=report(R("superposition", "tables", "table1.md"), category="superposition", subcategory="tables",
                       caption="../report/superposition_table1.rst"),
@@ -40,7 +43,10 @@ rule superposition_tables:
                       caption="../report/superposition_table2.rst"),
         table3=report(R("superposition", "tables", "table3.md"), category="superposition", subcategory="tables",
                       caption="../report/superposition_table3.rst"),
-        other=multiext(R("superposition", "tables", "table"), "1.tex", "1.csv", "2.tex", "2.csv", "3.tex", "3.csv"),
+        table_e11=report(R("superposition", "tables", "table_e11.md"), category="superposition", subcategory="tables",
+                         caption="../report/superposition_table_e11.rst"),
+        other=multiext(R("superposition", "tables", "table"), "1.tex", "1.csv", "2.tex", "2.csv", "3.tex", "3.csv",
+                       "_e11.tex", "_e11.csv"),
     params:
         out=lambda w, output: Path(output.table1).parent,
     log:

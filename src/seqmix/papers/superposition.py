@@ -6,9 +6,10 @@ Artefacts (``python -m seqmix artefact --name <name>``):
   bound checks (Lemmas 9, 11, 12, 30, 31, Prop. 3(i))
   -> theory/summary.csv, theory/bounds.csv, mobius/{summary,trace}.csv, gradlaw/summary.csv, conjd/summary.csv
 - ``tables``: Table 1 (LN x Res), Table 2 (per-slot cosines + single-step bound), Table 3 (final-slot cosines
-  per loss), each with the paper's numbers beside ours (mean ± std over seeds)
+  per loss), each with the paper's numbers beside ours (mean ± std over seeds); E11's unreported variants
 - ``figures``: Figure 1 (data-driven four-stage attractor), Figure 2 (r(c) trajectories), Figure 3
-  (fingerprint), E3 |A| vs step, E4 diag/off ratio vs step, E6 gradient law, E7 R(γ), E8 A_c during training;
+  (fingerprint), E3 |A| vs step, E4 diag/off ratio vs step, E6 gradient law, E7 R(γ), E8 A_c during training,
+  E11 selectivity ladder;
   each with the CSV it is drawn from.
 
 The sizes of what trains nothing come from the paper config's ``analysis`` block at the run's scale.
@@ -35,6 +36,10 @@ PAPER_T2 = {"e2e": [0.529, 0.458, 0.369], "node": [0.874, 0.694, 0.521], "sup": 
 PAPER_T3 = {"sup": [0.91, 0.77, 0.69], "node": [0.88, 0.70, 0.51], "e2e": [0.53, 0.46, 0.37]}
 PAPER_T1 = {"ln_res": ("0.91", "≥ 0.90", "92.5%"), "noln_res": ("0.87", "~0.90", "~91%"),
             "noln_nores": ("0.75", "low", "84.4%"), "ln_nores": ("0.27", "≤ 0.18", "≪ (no number)")}
+
+
+E11_LABEL = {"tied": "tied layers (L_sup)", "nonorth_u": "non-orthogonal U (App. K; L_sup)",
+             "node_scale": "L_node with a learnable readout scale (U9)"}
 
 
 def _paper_of(mode: str) -> str:
@@ -141,6 +146,16 @@ def theory(run: dict, out: Path) -> None:
     add("diag_adv_abs_ratio", da["abs_ratio"])
     add("diag_adv_row_sum_rel", da["row_sum_rel"])
     _bounds(st, out, add)
+    # E11 (no paper numbers): the selectivity ladder of the reduced model
+    lad = T.selectivity_ladder(st["ladder_n"], 2.0, 3, st["ladder_batch"], np.geomspace(0.5, 500, 31))
+    write_csv(root / "ladder" / "summary.csv", lad)
+    star = T.ladder_thresholds(lad)
+    for c, b in star.items():
+        add(f"ladder_beta_star_c{c}", b)
+    add("ladder_strictly_increasing", float(all(star[c + 1] > star[c] for c in range(len(star) - 1))))
+    kc = {r["c"]: r["k_c"] for r in lad}
+    add("ladder_ratio_c2_c0", star[2] / star[0])
+    add("ladder_sqrt_k2_over_k0", float(np.sqrt(kc[2] / kc[0])))
     write_csv(out / "summary.csv", rows)
 
 
@@ -230,7 +245,7 @@ def _ms(df: pd.DataFrame, col: str) -> str:
     v = df[col].astype(float)
     if v.empty or v.isna().all():
         return "—"
-    return f"{v.mean():.3f} ± {v.std(ddof=1) if len(v) > 1 else 0:.3f}"
+    return f"{v.mean():.3f} ± {v.std(ddof=1):.3f}" if len(v) > 1 else f"{v.mean():.3f} (1 seed)"
 
 
 def _md_table(cols: list[str], rows: list[list[str]], caption: str) -> str:
@@ -300,6 +315,16 @@ def tables(run: dict, out: Path) -> None:
     _write_table(out, "table3", ["mode", "A", "B", "C", "predicted failure", "paper cos(z1/z2/z3)",
                                  "ours cos(z1/z2/z3) (mean)", "ours new-frontier acc.", "ours lex-min acc."], rows,
                  f"Table 3: loss-level diagnostic (A/B/C marks as reconstructed from the paper's text). {tag}.")
+    # E11: unreported variants beside E1's L_sup and L_node runs (no paper reference numbers)
+    e11 = _summary(run, "e11")
+    e11_seeds = sorted(e11["seed"].unique())
+    ref = [("untied (E1 L_sup)", e1[(e1.variant == "sup") & e1.seed.isin(e11_seeds)]),
+           ("untied (E1 L_node)", e1[(e1.variant == "node") & e1.seed.isin(e11_seeds)])]
+    ref += [(E11_LABEL.get(v, v), e11[e11.variant == v]) for v in sorted(e11.variant.unique())]
+    rows = [[label] + [_ms(df, f"cos_z{c}") for c in (1, 2, 3)] + [_ms(df, "acc_new_frontier")] for label, df in ref]
+    _write_table(out, "table_e11", ["variant", "cos(z1,z1*)", "cos(z2,z2*)", "cos(z3,z3*)", "new-frontier acc."], rows,
+                 f"E11: variants the paper describes but reports no numbers for (no paper reference numbers); "
+                 f"scale `{run['scale']}`, seeds {', '.join(map(str, e11_seeds))}; mean ± std.")
 
 
 # ----------------------------------------------------------------------------- figures
@@ -489,9 +514,24 @@ def figures(run: dict, out: Path) -> None:
     ax.set_title(f"E7 Conjecture D ({cd['point'].nunique()} points)", fontsize=9)
     save(fig, out / "figure_e7_conjd")
     write_csv(out / "figure_e7_conjd.csv", cd.to_dict("records"))
+    # E11: selectivity ladder (reduced model; no paper numbers)
+    lad = pd.read_csv(res / "ladder" / "summary.csv")
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.3))
+    for c, g in lad.groupby("c"):
+        axes[0].semilogx(g["beta"], g["S"], "-o", ms=2, label=f"layer {c} (k_c ≈ {g['k_c'].iloc[0]:.2f})")
+        axes[1].semilogx(g["beta"], g["cos"], "-o", ms=2, label=f"layer {c}")
+    axes[0].axhline(0.9, color="k", ls=":", lw=0.8)
+    axes[0].set_ylabel("selectivity S_c (mass on reached sources)")
+    axes[1].set_ylabel("cos(z_{c+1}, z*_{c+1})")
+    for ax in axes:
+        ax.set_xlabel("β (shared by every layer)")
+        ax.legend(fontsize=6)
+    fig.suptitle("E11 selectivity ladder (reduced model, U = I, α_c = α*_c; Lemma 20: β*_c grows with c)", fontsize=9)
+    save(fig, out / "figure_e11_beta_ladder")
+    write_csv(out / "figure_e11_beta_ladder.csv", lad.to_dict("records"))
 
 
 ARTEFACTS = {"theory": theory, "tables": tables, "figures": figures}
 FIGURES = ["figure1", "figure2", "figure3", "figure_e3_mobius", "figure_e4_diagonalisation", "figure_e6_gradlaw",
-           "figure_e7_conjd", "figure_e8_mobius_A"]
-TABLES = ["table1", "table2", "table3"]
+           "figure_e7_conjd", "figure_e8_mobius_A", "figure_e11_beta_ladder"]
+TABLES = ["table1", "table2", "table3", "table_e11"]

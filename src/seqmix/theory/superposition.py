@@ -171,9 +171,11 @@ def sparse_er(g: torch.Generator, B: int, n: int, p: float):
     return key // n, (key // (n * n)) * n + key % n
 
 
-def reduced_forward(z0: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, betas, alphas, B: int, n: int):
+def reduced_forward(z0: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, betas, alphas, B: int, n: int,
+                    attention: list | None = None):
     """U = I_n, one scalar selectivity beta_c and one OV scale alpha_c per layer, residual + L2 norm, no MLP.
-    z0 (B, n); returns the slots [z_0, ..., z_L], each (B, n)."""
+    z0 (B, n); returns the slots [z_0, ..., z_L], each (B, n). ``attention``, when given, receives each
+    layer's source-attention mass P (B, n)."""
     outdeg = torch.zeros(B * n, dtype=F64).index_add_(0, src, torch.ones_like(src, dtype=F64))
     has = outdeg > 0
     zs = [z0]
@@ -182,6 +184,8 @@ def reduced_forward(z0: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, beta
         logit = (beta * z.reshape(-1) + torch.log(outdeg.clamp(min=1))).masked_fill(~has, float("-inf")).view(B, n)
         P = torch.softmax(logit, -1).reshape(-1)
         P = torch.nan_to_num(P, nan=0.0)
+        if attention is not None:
+            attention.append(P.view(B, n))
         w = (P / outdeg.clamp(min=1))[src]
         y = torch.zeros(B * n, dtype=F64).index_add_(0, tgt, w).view(B, n)
         a = z + alpha * y
@@ -230,6 +234,41 @@ def gradient_law(n: int, np_: float, L: int, batch: int, seed: int = 0, point: s
                      "x": (L - 1 - c) * math.log10(np_), "R": R, "log10_R": math.log10(max(R, 1e-300)),
                      "predicted": np_ ** (-(L - 1 - c) / 2), "grad_e2e": float(e2e[c]), "grad_local": float(loc)})
     return rows
+
+
+def selectivity_ladder(n: int, np_: float, L: int, batch: int, betas, delta: float = 0.1, seed: int = 0) -> list[dict]:
+    """E11 "quality vs β" (Lemmas 19-20): the reduced model with one β shared by every layer and α_c = α*_c at
+    the batch's mean sizes; per β and layer c the selectivity S_c (attention mass on reached sources V_c, over
+    graphs where some reached node has an out-edge) and cos(z_{c+1}, z*_{c+1}). Lemma 20 predicts that the β
+    needed for S_c >= 1 - δ grows with c (γ*_c ∝ sqrt k_c: the query's amplitude on a reached node is
+    1/sqrt k_c)."""
+    g = counter_generator("superposition/ladder", n, np_, L, batch, seed)
+    src, tgt = sparse_er(g, batch, n, np_ / n)
+    root = torch.randint(0, n, (batch,), generator=g)
+    V = reduced_sets(root, src, tgt, batch, n, L)
+    k = V.sum(-1).mean(0)
+    alphas = [float((k[c + 1] - k[c]) / k[c].sqrt()) for c in range(L)]
+    zstar = V / V.sum(-1, keepdim=True).sqrt()
+    outdeg = torch.zeros(batch * n, dtype=F64).index_add_(0, src, torch.ones_like(src, dtype=F64)).view(batch, n)
+    rows = []
+    for beta in betas:
+        att: list = []
+        zs = reduced_forward(V[:, 0].clone(), src, tgt, [float(beta)] * L, alphas, batch, n, att)
+        for c in range(L):
+            live = ((V[:, c] > 0) & (outdeg > 0)).any(-1)
+            S = (att[c] * V[:, c]).sum(-1)[live].mean()
+            cos = (zs[c + 1] * zstar[:, c + 1]).sum(-1).mean()
+            rows.append({"beta": float(beta), "c": c, "S": float(S), "cos": float(cos), "k_c": float(k[c])})
+    return rows
+
+
+def ladder_thresholds(rows: list[dict], delta: float = 0.1) -> dict[int, float]:
+    """β*_c = the smallest swept β with S_c >= 1 - δ (inf when none reaches it)."""
+    out = {}
+    for c in sorted({r["c"] for r in rows}):
+        ok = [r["beta"] for r in rows if r["c"] == c and r["S"] >= 1 - delta]
+        out[c] = min(ok) if ok else float("inf")
+    return out
 
 
 # ----------------------------------------------------------------------------- W^emb gradients (E7, App. H.1)
