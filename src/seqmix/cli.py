@@ -202,6 +202,41 @@ def cmd_where(args):
         print(f"  browse runs: mlflow ui --backend-store-uri sqlite:///{results / 'mlflow.db'}")
 
 
+def cmd_progress(args):
+    """A markdown table of every leaf of a paper (or one experiment): evaluated, trained, in progress (the
+    step of its last checkpoint) or not started, with chosen metrics of the evaluated ones. For watching a
+    long run, and for reading the leaves that finished when the whole DAG has not."""
+    import torch
+
+    from .io import read_json
+    from .stages import _done
+
+    root = Path(args.results) / args.paper
+    cells = sorted((root / "run").glob(f"{args.experiment or '*'}.*.json"))
+    if not cells:
+        raise SystemExit(f"no run configs under {root / 'run'} (has the DAG written them yet?)")
+    metrics = [m for m in (args.metrics or "").split(",") if m]
+    print("| leaf | status | " + " | ".join(metrics) + (" |" if metrics else "|"))
+    print("|---|---|" + "---|" * len(metrics))
+    for cell in cells:
+        for leaf in read_json(cell)["leaves"]:
+            out, h = Path(leaf["out_dir"]), leaf["hash"]
+            steps = (leaf["config"].get("train") or {}).get("steps")
+            values = [""] * len(metrics)
+            if _done(out / "metrics.json", h):
+                status = "evaluated"
+                got = read_json(out / "metrics.json")["metrics"]
+                values = [f"{got[m]:.4g}" if isinstance(got.get(m), (int, float)) else "—" for m in metrics]
+            elif _done(out / "train.done.json", h):
+                status = "trained"
+            elif (out / "checkpoint.pt").exists():
+                ck = torch.load(out / "checkpoint.pt", weights_only=True, map_location="cpu")
+                status = f"training: step {ck['step']}/{steps}" if ck.get("config_hash") == h else "stale checkpoint"
+            else:
+                status = "not started"
+            print(f"| {leaf['id']} | {status} | " + " | ".join(values) + (" |" if metrics else "|"))
+
+
 def cmd_validate(args):
     """Validate config/config.yaml and the papers' configs (what the Snakefile does before any job)."""
     from .config import ConfigError, load_all, load_yaml
@@ -261,6 +296,11 @@ def main(argv: list[str] | None = None) -> None:
     sp.add_argument("--out", required=True)
     sp = add("where", cmd_where, "print where a run's outputs are")
     sp.add_argument("--results", default="results")
+    sp = add("progress", cmd_progress, "what has trained/evaluated so far, with chosen metrics")
+    sp.add_argument("--results", default="results")
+    sp.add_argument("--paper", required=True)
+    sp.add_argument("--experiment", help="one experiment (default: all)")
+    sp.add_argument("--metrics", help="comma-separated metric names to show for evaluated leaves")
     sp = add("validate", cmd_validate, "validate the configs")
     sp.add_argument("--config", default="config/config.yaml")
     sp.add_argument("--root", default=".")
