@@ -521,8 +521,8 @@ def figures(run: dict, out: Path) -> None:
         axes[0].semilogx(g["beta"], g["S"], "-o", ms=2, label=f"layer {c} (k_c ≈ {g['k_c'].iloc[0]:.2f})")
         axes[1].semilogx(g["beta"], g["cos"], "-o", ms=2, label=f"layer {c}")
     axes[0].axhline(0.9, color="k", ls=":", lw=0.8)
-    axes[0].set_ylabel("selectivity S_c (mass on reached sources)")
-    axes[1].set_ylabel("cos(z_{c+1}, z*_{c+1})")
+    axes[0].set_ylabel(r"selectivity $S_c$ (mass on reached sources)")
+    axes[1].set_ylabel(r"$\cos(z_{c+1}, z^*_{c+1})$")
     for ax in axes:
         ax.set_xlabel("β (shared by every layer)")
         ax.legend(fontsize=6)
