@@ -46,6 +46,27 @@ class CascadeLayer(nn.Module):
         return self.o.weight @ self.v.weight
 
 
+def multihead_edge_attention(q: torch.Tensor, adj: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+                             heads: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """H heads of source-node attention (App. J): q (B, d) = W_Q z; keys, values (n, d) = (W_K U)^T, (W_V U)^T.
+    Each head attends with its d/H slice at scale 1/sqrt(d/H) and reads its slice of the values.
+    Returns (P (B, H, n) per-head source mass, head outputs concatenated (B, d), before W_O)."""
+    B, d = q.shape
+    n = keys.shape[0]
+    dh = d // heads
+    logits = torch.einsum("bhe,nhe->bhn", q.view(B, heads, dh), keys.view(n, heads, dh)) / math.sqrt(dh)
+    outdeg = adj.sum(-1)  # (B, n)
+    logits = logits + torch.log(outdeg.clamp(min=1)).unsqueeze(1)
+    has = (outdeg > 0).unsqueeze(1)
+    logits = logits.masked_fill(~has, float("-inf"))
+    any_edge = has.any(-1, keepdim=True)
+    logits = torch.where(any_edge, logits, torch.zeros_like(logits))
+    P = torch.softmax(logits, -1) * any_edge.to(q.dtype)
+    y = torch.bmm(P / outdeg.clamp(min=1).unsqueeze(1), adj)  # (B, H, n): mass arriving at each target
+    out = torch.einsum("bhn,nhe->bhe", y, values.view(n, heads, dh)).reshape(B, d)
+    return P, out
+
+
 def edge_attention(z: torch.Tensor, adj: torch.Tensor, keys: torch.Tensor, scale: float):
     """Source-node attention of query z over a graph's edges.
 
@@ -76,12 +97,16 @@ class CascadeTransformer(nn.Module):
             "mlp": {"type": "boolean"},
             "tie_layers": {"type": "boolean", "description": "one set of weights for every layer"},
             "qk_init_std": {"type": ["number", "null"], "exclusiveMinimum": 0},
+            "heads": {"type": "integer", "minimum": 1, "description": "attention heads per layer (App. J); must divide d"},
         },
     }
 
     def __init__(self, task, d_mlp: int = 256, ln: bool = True, residual: bool = True, mlp: bool = True,
-                 tie_layers: bool = False, qk_init_std: float | None = None):
+                 tie_layers: bool = False, qk_init_std: float | None = None, heads: int = 1):
         super().__init__()
+        if task.d % heads:
+            raise ValueError(f"cascade: heads = {heads} must divide d = {task.d}")
+        self.heads = heads
         self.L, self.d, self.n = task.L, task.d, task.n
         self.ln, self.residual, self.tie = ln, residual, tie_layers
         self.register_buffer("U", task.U.clone())  # (d, n), fixed (not trained)
@@ -97,7 +122,7 @@ class CascadeTransformer(nn.Module):
     def forward(self, x, internals: bool = False) -> dict:
         """x = (adj (B, n, n), root (B,)). Returns {"z": (B, L+1, d)} (z_0 = u_r; unnormalised under NoLN),
         "logit_scale" () when the task asks for a learnable readout scale;
-        with ``internals`` also per layer "P" (B, L, n) source attention mass, "pre" (B, L, d) = ã,
+        with ``internals`` also per layer "P" (B, L, n) source attention mass (averaged over heads), "pre" (B, L, d) = ã,
         "post" (B, L, d) = ã + h (before LN)."""
         adj, root = x
         U = self.U.to(adj.dtype)
@@ -107,8 +132,12 @@ class CascadeTransformer(nn.Module):
         for c in range(self.L):
             lay = self.layer(c)
             keys = lay.k(U.T)  # (n, d): W_K u_s
-            P, y = edge_attention(lay.q(z), adj, keys, scale)
-            o = lay.o(lay.v(y @ U.T))
+            if self.heads == 1:
+                P, y = edge_attention(lay.q(z), adj, keys, scale)
+                o = lay.o(lay.v(y @ U.T))
+            else:
+                Ph, heads_out = multihead_edge_attention(lay.q(z), adj, keys, lay.v(U.T), self.heads)
+                P, o = Ph.mean(1), lay.o(heads_out)  # diagnostics read the head-averaged source mass
             a = z + o if self.residual else o
             post = a + lay.mlp(a) if lay.mlp is not None else a
             z = post / post.norm(dim=-1, keepdim=True).clamp(min=EPS) if self.ln else post

@@ -39,7 +39,8 @@ PAPER_T1 = {"ln_res": ("0.91", "≥ 0.90", "92.5%"), "noln_res": ("0.87", "~0.90
 
 
 E11_LABEL = {"tied": "tied layers (L_sup)", "nonorth_u": "non-orthogonal U (App. K; L_sup)",
-             "node_scale": "L_node with a learnable readout scale (U9)"}
+             "node_scale": "L_node with a learnable readout scale (U9)", "heads2": "2 heads per layer (App. J; L_sup)",
+             "heads4": "4 heads per layer (App. J; L_sup)"}
 
 
 def _paper_of(mode: str) -> str:
