@@ -31,6 +31,25 @@ def build_mixer(name: str, d_model: int, seq_len: int | None = None, **options) 
     return cls(d_in=d_model, d_out=d_model, seq_len=seq_len, **options)
 
 
+def register_preset(name: str, base: type, doc: str, class_name: str, **preset) -> type:
+    """Register ``base`` with some options fixed as the mixer ``name`` (e.g. ``rope`` = SoftmaxAttention with
+    position="rope"): the fixed options leave the config schema, and passing one raises ValueError."""
+
+    class Variant(base):
+        config_schema = {**base.config_schema, "properties": {k: v for k, v in base.config_schema["properties"].items()
+                                                             if k not in preset}}
+
+        def __init__(self, d_model: int, **kw):
+            clash = set(kw) & set(preset)
+            if clash:
+                raise ValueError(f"mixer {name!r} fixes {sorted(clash)}")
+            super().__init__(d_model, **preset, **kw)
+
+    Variant.__name__ = Variant.__qualname__ = class_name
+    Variant.__doc__ = doc
+    return registry.register_mixer(name)(Variant)
+
+
 def check_positive_int(**kw) -> None:
     """Raise ValueError naming the argument unless every value is a positive int."""
     for name, v in kw.items():

@@ -32,7 +32,7 @@ from ..ops import rotary
 from ..ops.path_attention import backend_for as path_backend_for
 from ..ops.path_attention import path_attention
 from ..registry import register_mixer
-from .base import check_divides, check_input, check_positive_int
+from .base import check_divides, check_input, check_positive_int, register_preset
 
 POSITIONS = ("nope", "rope", "alibi", "so2_random", "so2_learned")
 
@@ -171,21 +171,8 @@ class SoftmaxAttention(nn.Module):
 
 def _variant(name: str, doc: str, **preset):
     """Register a named preset of SoftmaxAttention (the names a config or the cross-paper matrix uses)."""
-
-    class Variant(SoftmaxAttention):
-        config_schema = {**SoftmaxAttention.config_schema,
-                         "properties": {k: v for k, v in SoftmaxAttention.config_schema["properties"].items()
-                                        if k not in preset}}
-
-        def __init__(self, d_model: int, **kw):
-            clash = set(kw) & set(preset)
-            if clash:
-                raise ValueError(f"mixer {name!r} fixes {sorted(clash)}")
-            super().__init__(d_model, **preset, **kw)
-
-    Variant.__name__ = Variant.__qualname__ = "".join(p.capitalize() for p in name.split("_")) + "Attention"
-    Variant.__doc__ = doc
-    return register_mixer(name)(Variant)
+    return register_preset(name, SoftmaxAttention, doc,
+                           "".join(p.capitalize() for p in name.split("_")) + "Attention", **preset)
 
 
 _variant("nope", "M0: causal softmax attention without positional encoding.", position="nope")

@@ -27,7 +27,7 @@ from torch import nn
 
 from ..ops import fftconv, selective_scan as ss_ops, ssd as ssd_ops
 from ..registry import register_mixer
-from .base import check_divides, check_input, check_positive_int
+from .base import check_divides, check_input, check_positive_int, register_preset
 
 
 def _inv_softplus(x: torch.Tensor) -> torch.Tensor:
@@ -468,19 +468,7 @@ class Mamba2(nn.Module):
 
 
 def _preset(name: str, base, doc: str, **preset):
-    class Variant(base):
-        config_schema = {**base.config_schema, "properties": {k: v for k, v in base.config_schema["properties"].items()
-                                                             if k not in preset}}
-
-        def __init__(self, d_model: int, **kw):
-            clash = set(kw) & set(preset)
-            if clash:
-                raise ValueError(f"mixer {name!r} fixes {sorted(clash)}")
-            super().__init__(d_model, **preset, **kw)
-
-    Variant.__name__ = Variant.__qualname__ = base.__name__ + "_" + name
-    Variant.__doc__ = doc
-    return register_mixer(name)(Variant)
+    return register_preset(name, base, doc, base.__name__ + "_" + name, **preset)
 
 
 _preset("b2s6_real", B2S6, "B2S6-full-real: real A, B_w, B_bias.", complex=False)
