@@ -46,6 +46,18 @@ class CascadeLayer(nn.Module):
         return self.o.weight @ self.v.weight
 
 
+def source_softmax(logits: torch.Tensor, outdeg: torch.Tensor) -> torch.Tensor:
+    """Softmax over an edge set whose keys depend only on the source: a softmax over source nodes with
+    log-weight logit_s + log outdeg_s. logits (..., n); outdeg broadcastable to it. Sources without out-edges
+    get 0; a graph without edges gets all-zero mass (and no NaN in the backward pass)."""
+    logits = logits + torch.log(outdeg.clamp(min=1))
+    has = outdeg > 0
+    logits = logits.masked_fill(~has, float("-inf"))
+    any_edge = has.any(-1, keepdim=True)
+    logits = torch.where(any_edge, logits, torch.zeros_like(logits))
+    return torch.softmax(logits, -1) * any_edge.to(logits.dtype)
+
+
 def multihead_edge_attention(q: torch.Tensor, adj: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
                              heads: int) -> tuple[torch.Tensor, torch.Tensor]:
     """H heads of source-node attention (App. J): q (B, d) = W_Q z; keys, values (n, d) = (W_K U)^T, (W_V U)^T.
@@ -56,12 +68,7 @@ def multihead_edge_attention(q: torch.Tensor, adj: torch.Tensor, keys: torch.Ten
     dh = d // heads
     logits = torch.einsum("bhe,nhe->bhn", q.view(B, heads, dh), keys.view(n, heads, dh)) / math.sqrt(dh)
     outdeg = adj.sum(-1)  # (B, n)
-    logits = logits + torch.log(outdeg.clamp(min=1)).unsqueeze(1)
-    has = (outdeg > 0).unsqueeze(1)
-    logits = logits.masked_fill(~has, float("-inf"))
-    any_edge = has.any(-1, keepdim=True)
-    logits = torch.where(any_edge, logits, torch.zeros_like(logits))
-    P = torch.softmax(logits, -1) * any_edge.to(q.dtype)
+    P = source_softmax(logits, outdeg.unsqueeze(1))
     y = torch.bmm(P / outdeg.clamp(min=1).unsqueeze(1), adj)  # (B, H, n): mass arriving at each target
     out = torch.einsum("bhn,nhe->bhe", y, values.view(n, heads, dh)).reshape(B, d)
     return P, out
@@ -75,12 +82,7 @@ def edge_attention(z: torch.Tensor, adj: torch.Tensor, keys: torch.Tensor, scale
     0 for a graph without edges), y (B, n) attention mass arriving at each target node.
     """
     outdeg = adj.sum(-1)  # (B, n)
-    logits = (z @ keys.T) * scale + torch.log(outdeg.clamp(min=1))
-    has = outdeg > 0
-    logits = logits.masked_fill(~has, float("-inf"))
-    any_edge = has.any(-1, keepdim=True)
-    logits = torch.where(any_edge, logits, torch.zeros_like(logits))  # an empty graph: no NaN, mass set to 0
-    P = torch.softmax(logits, -1) * any_edge.to(z.dtype)
+    P = source_softmax((z @ keys.T) * scale, outdeg)
     y = torch.bmm((P / outdeg.clamp(min=1)).unsqueeze(1), adj).squeeze(1)
     return P, y
 

@@ -276,19 +276,15 @@ def ladder_thresholds(rows: list[dict], delta: float = 0.1) -> dict[int, float]:
 def wemb_forward(W: torch.Tensor, adj: torch.Tensor, root: torch.Tensor, alphas, d: int) -> list[torch.Tensor]:
     """Reduced model with a full logit matrix per layer: logit_s = z^T W_c e_s / sqrt(d) (U = I_n), OV = α_c I,
     residual + L2 norm. W (L, n, n); adj (B, n, n)."""
+    from ..models.cascade import source_softmax
+
     B, n, _ = adj.shape
     outdeg = adj.sum(-1)
-    has = outdeg > 0
-    any_edge = has.any(-1, keepdim=True)
     z = torch.zeros(B, n, dtype=F64)
     z[torch.arange(B), root] = 1
     zs = [z]
     for c, alpha in enumerate(alphas):
-        logit = (z @ W[c]) / math.sqrt(d) + torch.log(outdeg.clamp(min=1))
-        logit = logit.masked_fill(~has, float("-inf"))
-        # a graph without edges: zero attention, and no NaN in the backward pass either
-        logit = torch.where(any_edge, logit, torch.zeros_like(logit))
-        P = torch.softmax(logit, -1) * any_edge.to(F64)
+        P = source_softmax((z @ W[c]) / math.sqrt(d), outdeg)
         y = torch.bmm((P / outdeg.clamp(min=1)).unsqueeze(1), adj).squeeze(1)
         a = z + alpha * y
         z = a / a.norm(dim=-1, keepdim=True)
