@@ -11,7 +11,6 @@ Every error names the file, the key path and what was expected, and is raised be
 from __future__ import annotations
 
 import copy
-import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -227,13 +226,12 @@ def cell_run_config(paper: str, experiment: str, cell: str, leaves: list[Leaf], 
 # ----------------------------------------------------------------------------- the whole config
 
 def component_params(obj: Any) -> dict:
-    """Parameter schema of a registered component: its own ``config_schema`` or its signature."""
+    """Parameter schema of a registered component, generated from its declared options (seqmix.options).
+    A component that still carries a hand-written ``config_schema`` dict is validated against that."""
+    from .options import options_schema
+
     schema = getattr(obj, "config_schema", None)
-    if schema is not None:
-        return schema
-    sig = inspect.signature(obj)
-    return {"type": "object", "additionalProperties": False,
-            "properties": {p: {} for p in sig.parameters if p not in ("self",)}}
+    return schema if schema is not None else options_schema(obj)
 
 
 def _validate_component_blocks(paper_file: Path, exp_name: str, exp: dict) -> None:

@@ -123,7 +123,7 @@ CASES = [
     ("zero-heads-in-variant", None, lambda p: exp1(p)["variants"]["k8"].update(model={"mixer": {"heads": 0}}),
      PAPER, "experiments.exp1.variants.k8.model.mixer.heads", ["0 is less than the minimum of 1"]),
     ("unknown-mixer-parameter", None, lambda p: exp1(p)["base"]["model"]["mixer"].update(softmax=True),
-     PAPER, "experiments.exp1.base.model.mixer", ["'softmax' was unexpected", "allowed keys: heads, r"]),
+     PAPER, "experiments.exp1.base.model.mixer", ["'softmax' was unexpected", "allowed keys: d_out, heads, r"]),
     ("seeds-not-a-list", None, lambda p: exp1(p)["scales"]["cpu"].update(seeds=5),
      PAPER, "experiments.exp1.scales.cpu.seeds", ["expected array, got int 5"]),
     ("negative-seed", None, lambda p: exp1(p)["scales"]["cpu"].update(seeds=[0, -1]),

@@ -8,6 +8,7 @@ import torch
 
 from seqmix import registry
 from seqmix.mixers.base import build_mixer
+from seqmix.options import defaults, options_schema
 from seqmix.ops.backends import backend_report
 
 D = 8  # tiny width: every mixer's head/state sizes below divide it
@@ -52,7 +53,7 @@ def test_every_mixer_is_covered():
 @pytest.mark.parametrize("name", sorted(OPTIONS))
 def test_schema_is_valid_and_accepts_the_test_options(name):
     cls = registry.get_mixer(name)
-    schema = cls.config_schema
+    schema = options_schema(cls)
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.validate(OPTIONS[name], schema)
 
