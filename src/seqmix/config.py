@@ -11,6 +11,7 @@ Every error names the file, the key path and what was expected, and is raised be
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -286,9 +287,16 @@ def _partial(schema: dict) -> dict:
 
 
 def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> dict:
+    """A paper's config, validated, with its claim families expanded and the claim defaults applied
+    (``cfg["claims"]`` is the flat list the claims engine checks)."""
     path = Path(path)
     cfg = load_yaml(path)
-    validate(cfg, load_schema("paper", schema_dir), path)
+    schema = load_schema("paper", schema_dir)
+    origins = expand_paper_claims(cfg, path, schema)
+    try:
+        validate(cfg, schema, path)
+    except ConfigError as e:
+        raise _at_claim_origin(e, origins) from None
     for exp_name, exp in cfg.get("experiments", {}).items():
         if scale not in exp["scales"]:
             raise ConfigError(path, f"experiments.{exp_name}.scales",
@@ -296,9 +304,44 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
         if exp.get("sweep") is None and any("sweep_values" in s for s in exp["scales"].values()):
             raise ConfigError(path, f"experiments.{exp_name}.scales", "sweep_values given but the experiment has no sweep")
         _validate_component_blocks(path, exp_name, exp)
-    for i, claim in enumerate(cfg.get("claims", [])):
-        _validate_claim(path, f"claims[{i}]", claim)
+    for claim, (where, params) in zip(cfg.get("claims", []), origins):
+        try:
+            _validate_claim(path, where, claim)
+        except ConfigError as e:
+            raise _in_member(e, params) from None
     return cfg
+
+
+def expand_paper_claims(cfg: Any, path: Path, schema: dict) -> list[tuple[str, str]]:
+    """Expand ``cfg["claims"]`` in place (seqmix.claim_families); returns each claim's origin (the keypath
+    of its entry in the file, and its family parameters or ''). The defaults and each claim's source are
+    checked first: the defaults are chosen by source, so an error there would otherwise surface as a
+    missing or unexpected key of some claim."""
+    from .claim_families import ClaimSpecError, expand_claims
+
+    if not isinstance(cfg, dict) or "claims" not in cfg:
+        return []
+    defaults = cfg.get("claim_defaults") or {}
+    validate(defaults, schema["properties"]["claim_defaults"], path, "claim_defaults")
+    try:
+        cfg["claims"], origins = expand_claims(cfg["claims"], defaults,
+                                               schema["$defs"]["claim"]["properties"]["source"]["enum"])
+    except ClaimSpecError as e:
+        raise ConfigError(path, e.keypath, e.message) from None
+    return origins
+
+
+def _at_claim_origin(err: ConfigError, origins: list[tuple[str, str]]) -> ConfigError:
+    """An error in expanded claim i, reported at the file's own entry (claims[j]) it came from."""
+    m = re.match(r"claims\[(\d+)\]", err.keypath)
+    if not m or int(m.group(1)) >= len(origins):
+        return err
+    where, params = origins[int(m.group(1))]
+    return _in_member(ConfigError(err.file, where + err.keypath[m.end():], err.message), params)
+
+
+def _in_member(err: ConfigError, params: str) -> ConfigError:
+    return ConfigError(err.file, err.keypath, f"{err.message} (in the family member {params})") if params else err
 
 
 def _validate_claim(path: Path, where: str, claim: dict) -> None:
