@@ -296,3 +296,54 @@ def test_snakemake_stops_on_a_config_error_before_any_job(root):
     assert "config/config.yaml: scale: 'huge' is not one of ['tiny', 'cpu', 'paper']" in out, out
     # nothing was scheduled: no job table, no rule announced
     assert "Job stats" not in out and "rule " not in out.replace("rules/", ""), out
+
+
+# ----------------------------------------------------------------------------- one table of cluster resources
+
+def test_resources_table_resolves_per_rule_and_scale():
+    from seqmix.cluster_resources import resolve, slurm_resources
+
+    table = {"default": {"timeout_min": 60, "mem_gb": 4, "partition": None},
+             "diagnose": {"mem_gb": 8},
+             "scales": {"paper": {"default": {"partition": "gpu"}, "train": {"timeout_min": 720, "gpus_per_node": 1}}}}
+    tiny, paper = resolve(table, "tiny"), resolve(table, "paper")
+    assert tiny["train"] == {"timeout_min": 60, "mem_gb": 4, "partition": None}
+    assert tiny["diagnose"]["mem_gb"] == 8
+    assert paper["train"] == {"timeout_min": 720, "mem_gb": 4, "partition": "gpu", "gpus_per_node": 1}
+    assert paper["diagnose"] == {"timeout_min": 60, "mem_gb": 8, "partition": "gpu"}
+    assert paper["default"] == {"timeout_min": 60, "mem_gb": 4, "partition": "gpu"}
+    assert slurm_resources(paper["train"]) == {"runtime": 720, "mem_mb": 4096, "cpus_per_task": 1, "gpu": 1,
+                                               "tasks": 1, "slurm_partition": "gpu", "slurm_account": ""}
+
+
+def test_both_cluster_routes_read_the_one_table(root):
+    """The profiles hold no resources; the shipped table gives the paper-scale train step a GPU in both the
+    executor plugin's names and submitit's (what dispatch.executor_for reads)."""
+    from seqmix.cluster_resources import resolve, slurm_resources
+
+    for prof in ("slurm", "slurm-local", "local"):
+        keys = set(yaml.safe_load((root / "profiles" / prof / "profile.yaml").read_text()))
+        assert not keys & {"default-resources", "set-resources", "resources"}, prof
+    cfg = load_yaml(root / "config" / "config.yaml")
+    assert "resources" not in cfg["submitit"] and "scales" not in cfg["submitit"]
+    paper = resolve(cfg["resources"], "paper")
+    assert paper["train"]["gpus_per_node"] == 1 and slurm_resources(paper["train"])["gpu"] == 1
+    assert slurm_resources(resolve(cfg["resources"], "tiny")["train"])["gpu"] == 0
+    smk = (root / "workflow" / "rules" / "stages.smk").read_text()
+    for rule in ("train", "evaluate", "diagnose"):
+        assert f'**slurm_resources_of("{rule}")' in smk, rule
+
+
+def test_dead_keys_are_refused(tree):
+    """Keys no code reads are not in the schema (a config that still sets one fails, naming it)."""
+    def ingest(g):
+        g["tracking"]["ingest_timeout_s"] = 5
+
+    with pytest.raises(ConfigError, match="ingest_timeout_s"):
+        load(tree, glob_mut=ingest)
+
+    def old_table(g):
+        g["submitit"]["resources"] = {"default": {"mem_gb": 4}}
+
+    with pytest.raises(ConfigError, match="'resources' was unexpected"):
+        load(tree, glob_mut=old_table)
