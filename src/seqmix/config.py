@@ -11,7 +11,6 @@ Every error names the file, the key path and what was expected, and is raised be
 from __future__ import annotations
 
 import copy
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -226,69 +225,12 @@ def cell_run_config(paper: str, experiment: str, cell: str, leaves: list[Leaf], 
 
 # ----------------------------------------------------------------------------- the whole config
 
-def component_params(obj: Any) -> dict:
-    """Parameter schema of a registered component, generated from its declared options (seqmix.options).
-    A component that still carries a hand-written ``config_schema`` dict is validated against that."""
-    from .options import options_schema
-
-    schema = getattr(obj, "config_schema", None)
-    return schema if schema is not None else options_schema(obj)
-
-
-def _validate_component_blocks(paper_file: Path, exp_name: str, exp: dict) -> None:
-    from . import registry
-
-    prefix = f"experiments.{exp_name}"
-
-    def check(where: str, block: dict, classes: dict) -> dict:
-        """Resolve the components this block names (a variant may name its own task, model or mixer) and
-        validate its parameters against them; returns the classes in force below this block."""
-        classes = dict(classes)
-        names = {"task": get_path(block, "task.name"), "model": get_path(block, "model.name"),
-                 "mixer": get_path(block, "model.mixer.name")}
-        for kind, keypath in (("task", "task.name"), ("model", "model.name"), ("mixer", "model.mixer.name")):
-            if names[kind] is not None:
-                try:
-                    classes[kind] = registry.get(kind, names[kind])
-                except registry.UnknownName as e:
-                    raise ConfigError(paper_file, f"{prefix}.{where}.{keypath}", str(e)) from None
-        if "task" in block:
-            validate(_without_name(block["task"]), _partial(component_params(classes["task"])), paper_file,
-                     f"{prefix}.{where}.task")
-        if "model" in block:
-            m = dict(block["model"])
-            mixer = m.pop("mixer", None)
-            validate(_without_name(m), _partial(component_params(classes["model"])), paper_file,
-                     f"{prefix}.{where}.model")
-            if isinstance(mixer, dict) and classes.get("mixer") is not None:
-                validate(_without_name(mixer), _partial(component_params(classes["mixer"])), paper_file,
-                         f"{prefix}.{where}.model.mixer")
-        return classes
-
-    base = check("base", exp.get("base", {}), {"mixer": None})
-    for v, vspec in exp.get("variants", {}).items():
-        own = check(f"variants.{v}", vspec or {}, base)
-        for s, sset in ((vspec or {}).get("scales") or {}).items():
-            check(f"variants.{v}.scales.{s}", sset, own)
-    for s, sc in exp.get("scales", {}).items():
-        check(f"scales.{s}.set", sc.get("set", {}), base)
-
-
-def _without_name(block: dict) -> dict:
-    if not isinstance(block, dict):
-        return block
-    return {k: v for k, v in block.items() if k != "name"}
-
-
-def _partial(schema: dict) -> dict:
-    s = dict(schema)
-    s.pop("required", None)
-    return s
-
-
 def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> dict:
     """A paper's config, validated, with its claim families expanded and the claim defaults applied
     (``cfg["claims"]`` is the flat list the claims engine checks)."""
+    from .config_claims import at_claim_origin, expand_paper_claims, in_member, validate_claim
+    from .config_components import validate_component_blocks
+
     path = Path(path)
     cfg = load_yaml(path)
     schema = load_schema("paper", schema_dir)
@@ -296,74 +238,20 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
     try:
         validate(cfg, schema, path)
     except ConfigError as e:
-        raise _at_claim_origin(e, origins) from None
+        raise at_claim_origin(e, origins) from None
     for exp_name, exp in cfg.get("experiments", {}).items():
         if scale not in exp["scales"]:
             raise ConfigError(path, f"experiments.{exp_name}.scales",
                               f"no settings for scale {scale!r} (has: {', '.join(exp['scales'])})")
         if exp.get("sweep") is None and any("sweep_values" in s for s in exp["scales"].values()):
             raise ConfigError(path, f"experiments.{exp_name}.scales", "sweep_values given but the experiment has no sweep")
-        _validate_component_blocks(path, exp_name, exp)
+        validate_component_blocks(path, exp_name, exp)
     for claim, (where, params) in zip(cfg.get("claims", []), origins):
         try:
-            _validate_claim(path, where, claim)
+            validate_claim(path, where, claim)
         except ConfigError as e:
-            raise _in_member(e, params) from None
+            raise in_member(e, params) from None
     return cfg
-
-
-def expand_paper_claims(cfg: Any, path: Path, schema: dict) -> list[tuple[str, str]]:
-    """Expand ``cfg["claims"]`` in place (seqmix.claim_families); returns each claim's origin (the keypath
-    of its entry in the file, and its family parameters or ''). The defaults and each claim's source are
-    checked first: the defaults are chosen by source, so an error there would otherwise surface as a
-    missing or unexpected key of some claim."""
-    from .claim_families import ClaimSpecError, expand_claims
-
-    if not isinstance(cfg, dict) or "claims" not in cfg:
-        return []
-    defaults = cfg.get("claim_defaults") or {}
-    validate(defaults, schema["properties"]["claim_defaults"], path, "claim_defaults")
-    try:
-        cfg["claims"], origins = expand_claims(cfg["claims"], defaults,
-                                               schema["$defs"]["claim"]["properties"]["source"]["enum"])
-    except ClaimSpecError as e:
-        raise ConfigError(path, e.keypath, e.message) from None
-    return origins
-
-
-def _at_claim_origin(err: ConfigError, origins: list[tuple[str, str]]) -> ConfigError:
-    """An error in expanded claim i, reported at the file's own entry (claims[j]) it came from."""
-    m = re.match(r"claims\[(\d+)\]", err.keypath)
-    if not m or int(m.group(1)) >= len(origins):
-        return err
-    where, params = origins[int(m.group(1))]
-    return _in_member(ConfigError(err.file, where + err.keypath[m.end():], err.message), params)
-
-
-def _in_member(err: ConfigError, params: str) -> ConfigError:
-    return ConfigError(err.file, err.keypath, f"{err.message} (in the family member {params})") if params else err
-
-
-def _validate_claim(path: Path, where: str, claim: dict) -> None:
-    """What the schema cannot say about a claim, and the claims engine would otherwise find only after
-    every job has run: series checks need a series (``ours.over``), scalar checks a scalar, and a
-    ``within`` check without lo/hi/target compares to the reported value, which must then be a number."""
-    kind, over, reduce = claim["check"]["kind"], claim["ours"].get("over"), claim["ours"].get("reduce")
-    if kind in ("ordering", "slope") and not over:
-        raise ConfigError(path, f"{where}.ours.over", f"check kind {kind!r} needs a series: set ours.over to a column")
-    if kind in ("ordering", "slope") and reduce:
-        raise ConfigError(path, f"{where}.ours.reduce", f"check kind {kind!r} needs the series: remove ours.reduce")
-    if kind in ("within", "threshold") and over and not reduce:
-        raise ConfigError(path, f"{where}.ours.over", f"check kind {kind!r} needs one value: remove ours.over "
-                          "(or reduce the series with ours.reduce: min|max)")
-    if reduce and not over:
-        raise ConfigError(path, f"{where}.ours.reduce", "ours.reduce needs a series: set ours.over to a column")
-    if kind == "within" and not {"lo", "hi", "target"} & set(claim["check"]):
-        rep = claim.get("reported")
-        rep = rep[0] if isinstance(rep, list) and rep else rep
-        if isinstance(rep, bool) or not isinstance(rep, (int, float)):
-            raise ConfigError(path, f"{where}.check", "within needs lo/hi, a target, or a numeric reported value "
-                              f"(reported is {claim.get('reported')!r})")
 
 
 def load_all(config: dict, root: str | Path = ".", config_file: str = "config/config.yaml",

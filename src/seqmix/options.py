@@ -36,6 +36,7 @@ class Opt:
     multiple_of: float | None = None
     description: str | None = None
     extra: dict = field(default_factory=dict)
+    component: str | None = None  # the value names a registered component of this kind ({"name": ...})
 
     def keywords(self) -> dict:
         names = {"minimum": "minimum", "maximum": "maximum", "exclusive_minimum": "exclusiveMinimum",
@@ -49,7 +50,8 @@ PosInt = Annotated[int, Opt(minimum=1)]
 NonNegInt = Annotated[int, Opt(minimum=0)]
 PosFloat = Annotated[float, Opt(exclusive_minimum=0)]
 OptPosInt = Annotated[Union[int, None], Opt(minimum=1)]
-ComponentSpec = Annotated[dict, Opt(extra={"required": ["name"]}, description="a component name + its options")]
+MixerSpec = Annotated[dict, Opt(extra={"required": ["name"]}, component="mixer",
+                                description="a registered mixer: its name and its options")]
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,17 @@ def _schema(options: list[Option]) -> dict:
     if required:
         schema["required"] = required
     return schema
+
+
+def component_options(cls: type) -> dict[str, str]:
+    """{option: component kind} for the options whose value names a registered component (MixerSpec)."""
+    out = {}
+    for o in declared_options(cls):
+        meta = typing.get_args(o.annotation)[1:] if typing.get_origin(o.annotation) is Annotated else ()
+        kinds = [m.component for m in meta if isinstance(m, Opt) and m.component]
+        if kinds:
+            out[o.name] = kinds[0]
+    return out
 
 
 def defaults(cls: type) -> dict:

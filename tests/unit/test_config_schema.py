@@ -347,3 +347,19 @@ def test_dead_keys_are_refused(tree):
 
     with pytest.raises(ConfigError, match="'resources' was unexpected"):
         load(tree, glob_mut=old_table)
+
+
+def test_a_mixer_inside_a_mixer_is_validated_against_its_own_generated_schema():
+    """``bidirectional`` declares ``mixer: MixerSpec``: the inner spec is checked against the named mixer."""
+    from seqmix import registry
+    from seqmix.config_components import validate_options
+
+    bidi = registry.get_mixer("bidirectional")
+    validate_options("p.yaml", "m", bidi, {"name": "bidirectional", "mixer": {"name": "s4d", "d_state": 3}})
+    with pytest.raises(ConfigError) as info:
+        validate_options("p.yaml", "experiments.e.base.model.mixer", bidi,
+                         {"name": "bidirectional", "mixer": {"name": "s4d", "mode": "fft"}})
+    assert info.value.keypath == "experiments.e.base.model.mixer.mixer.mode"
+    assert "'fft' is not one of ['conv', 'recurrent']" in info.value.message
+    with pytest.raises(ConfigError, match=r"m\.mixer\.name: unknown mixer 's4x'"):
+        validate_options("p.yaml", "m", bidi, {"mixer": {"name": "s4x"}})

@@ -6,12 +6,10 @@ copy starts at each sequence's own last real token and never reads padding befor
 """
 from __future__ import annotations
 
-from typing import Annotated
-
 import torch
 from torch import nn
 
-from ..options import ComponentSpec, Opt
+from ..options import MixerSpec
 from ..registry import register_mixer
 from .base import build_mixer, check_input
 
@@ -31,7 +29,7 @@ def flip_valid(x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
 class Bidirectional(nn.Module):
     causal = False
     def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None,
-                 mixer: Annotated[ComponentSpec, Opt(description="the causal mixer (name + options) run both ways")]):
+                 mixer: MixerSpec):
         super().__init__()
         opts = dict(mixer)
         name = opts.pop("name")

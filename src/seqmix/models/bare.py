@@ -8,12 +8,12 @@ from torch import nn
 
 from .. import registry
 from ..mixers.base import build_mixer
-from ..options import ComponentSpec
+from ..options import MixerSpec
 
 
 @registry.register_model("bare")
 class BareMixer(nn.Module):
-    def __init__(self, task, *, mixer: ComponentSpec):
+    def __init__(self, task, *, mixer: MixerSpec):
         super().__init__()
         opts = dict(mixer)
         name = opts.pop("name")

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from ..mixers.base import build_mixer
-from ..options import ComponentSpec, Opt, PosInt, function_schema
+from ..options import MixerSpec, Opt, PosInt, function_schema
 from ..mixers.sessa import SessaBlock
 
 BLOCKS = ("residual_mlp", "gated")  # = typing.get_args(BlockKind)
@@ -85,7 +85,7 @@ MlpRatio = Annotated[float, Opt(minimum=0)]
 MlpHidden = Annotated[Union[int, None], Opt(minimum=0)]
 
 
-def _stack_options(*, d_model: PosInt, n_layers: PosInt, mixer: ComponentSpec, block: BlockKind = "residual_mlp",
+def _stack_options(*, d_model: PosInt, n_layers: PosInt, mixer: MixerSpec, block: BlockKind = "residual_mlp",
                    mlp_ratio: MlpRatio = 4.0, mlp_hidden: MlpHidden = None, norm: NormKind = "layernorm") -> None:
     """Declaration only: the shared stack options (their schema is STACK_PROPERTIES)."""
 

@@ -14,13 +14,13 @@ import torch
 from torch import nn
 
 from .. import registry
-from ..options import ComponentSpec, Opt, OptPosInt, PosInt
+from ..options import MixerSpec, Opt, OptPosInt, PosInt
 from .blocks import BlockKind, MlpHidden, MlpRatio, NormKind, make_blocks, make_norm, mixer_kwargs
 
 
 @registry.register_model("sequence_classifier")
 class SequenceClassifier(nn.Module):
-    def __init__(self, task=None, *, d_model: PosInt, n_layers: PosInt, mixer: ComponentSpec,
+    def __init__(self, task=None, *, d_model: PosInt, n_layers: PosInt, mixer: MixerSpec,
                  block: BlockKind = "residual_mlp", mlp_ratio: MlpRatio = 4.0, mlp_hidden: MlpHidden = None,
                  norm: NormKind = "layernorm", pooling: Literal["mean", "last"] = "mean",
                  vocab_size: OptPosInt = None, d_in: OptPosInt = None,
