@@ -21,8 +21,9 @@ import typing
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Union
 
-# Parameters of the constructor contract, not options a config sets (they come from the model).
-CONTRACT = ("layer_idx", "seq_len")
+# Parameters of the constructor contracts, not options a config sets: a mixer's position and length come from
+# its model, a task's dtype from the runtime.
+CONTRACT = ("layer_idx", "seq_len", "dtype")
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: Annotated metadata must be hashable
@@ -49,7 +50,7 @@ class Opt:
 PosInt = Annotated[int, Opt(minimum=1)]
 NonNegInt = Annotated[int, Opt(minimum=0)]
 PosFloat = Annotated[float, Opt(exclusive_minimum=0)]
-OptPosInt = Annotated[Union[int, None], Opt(minimum=1)]
+OptPosInt = Annotated[int | None, Opt(minimum=1)]
 MixerSpec = Annotated[dict, Opt(extra={"required": ["name"]}, component="mixer",
                                 description="a registered mixer: its name and its options")]
 

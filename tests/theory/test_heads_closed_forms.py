@@ -100,7 +100,7 @@ def test_teacher_matches_token_by_token_recurrence(k, n):
         h = h @ A.T + x[:, i]
         ys.append(h)
     y_rec = torch.stack(ys, dim=1)
-    task = RotationTeacher(k, n, dtype=torch.float64)
+    task = RotationTeacher(k=k, n=n, dtype=torch.float64)
     y = task.targets(x)
     assert y.dtype == torch.float64
     assert torch.max(torch.abs(y - y_rec)).item() < 1e-10
@@ -228,14 +228,14 @@ def test_exact_construction_with_k_heads_reproduces_the_teacher():
     assert torch.allclose(m.coefficients(), torch.from_numpy(alpha), atol=1e-14, rtol=0)
     g = torch.Generator().manual_seed(3)
     x = torch.randn(4, n, k, generator=g, dtype=torch.float64)
-    y_teacher = RotationTeacher(k, n, dtype=torch.float64).targets(x)
+    y_teacher = RotationTeacher(k=k, n=n, dtype=torch.float64).targets(x)
     assert torch.max(torch.abs(m(x) - y_teacher)).item() < 1e-10
     assert _expected_error(m, k, n) < 1e-20
     # the library's Exp. I metrics of this student: zero test error, sup-norm error (Def. 4.1) and probe
     from seqmix.models.bare import BareMixer
     from seqmix.tasks.rotation_teacher import evaluate
 
-    task = RotationTeacher(k, n, test_size=64, dtype=torch.float64)
+    task = RotationTeacher(k=k, n=n, test_size=64, dtype=torch.float64)
     model = BareMixer(task, mixer={"name": "factorized_linear_attention", "heads": k, "r": n})
     model.mixer = m
     met = evaluate(task, model, heads=k)

@@ -12,8 +12,15 @@ import pandas as pd
 import pytest
 import torch
 
-from seqmix.diagnostics.jacobian import (geomean_log10, jacobian_norms, lag_jacobian, last_output, output_jacobian,
-                                         output_jacobians, relative_error)
+from seqmix.diagnostics.jacobian import (
+    geomean_log10,
+    jacobian_norms,
+    lag_jacobian,
+    last_output,
+    output_jacobian,
+    output_jacobians,
+    relative_error,
+)
 from seqmix.mixers.base import build_mixer
 from seqmix.mixers.lti_ssm import LinearSSM, haar_orthogonal
 from seqmix.mixers.mha import CausalMHA, CausalSoftmaxHead

@@ -8,8 +8,8 @@ import torch
 
 from seqmix import registry
 from seqmix.mixers.base import build_mixer
-from seqmix.options import defaults, options_schema
 from seqmix.ops.backends import backend_report
+from seqmix.options import defaults, options_schema
 
 D = 8  # tiny width: every mixer's head/state sizes below divide it
 T = 6
@@ -215,7 +215,8 @@ def test_model_facts_reach_only_mixers_that_declare_them():
     by mixer name; a config value wins."""
     learned = build_mixer("so2_learned_qk", 8, heads=2, model_facts={"vocab_size": 11})
     assert learned.needs_tokens and learned.angle_table.shape[0] == 11
-    assert build_mixer("so2_learned_qk", 8, heads=2, vocab_size=7, model_facts={"vocab_size": 11}).angle_table.shape[0] == 7
+    given = build_mixer("so2_learned_qk", 8, heads=2, vocab_size=7, model_facts={"vocab_size": 11})
+    assert given.angle_table.shape[0] == 7
     rope = build_mixer("rope", 8, heads=2, model_facts={"vocab_size": 11})
     assert not rope.needs_tokens and not hasattr(rope, "angle_table")
     hidden = build_mixer("softmax_attention", 8, heads=2, position="so2_learned", model_facts={"vocab_size": 11})

@@ -26,11 +26,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..ops import fftconv, selective_scan as ss_ops, ssd as ssd_ops
+from ..ops import fftconv
+from ..ops import selective_scan as ss_ops
+from ..ops import ssd as ssd_ops
 from ..options import Opt, OptPosInt, PosFloat, PosInt
 from ..registry import register_mixer
 from .base import check_divides, check_input, check_positive_int, register_preset
-
 
 Disc = Literal["zoh", "euler"]
 

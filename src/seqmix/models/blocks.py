@@ -7,14 +7,14 @@ Mixers that need token ids (learned per-token rotation angles) get them as ``tok
 """
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 import torch
 from torch import nn
 
 from ..mixers.base import build_mixer
-from ..options import MixerSpec, Opt, PosInt, function_schema
 from ..mixers.sessa import SessaBlock
+from ..options import Opt
 
 BLOCKS = ("residual_mlp", "gated")  # = typing.get_args(BlockKind)
 
@@ -77,17 +77,10 @@ def make_blocks(d_model: int, n_layers: int, mixer: dict, block: str, mlp_hidden
     return nn.ModuleList(blocks)
 
 
-# The typed options every residual stack (decoder LM, sequence classifier) shares: the models' signatures use
-# these, so the generated schemas carry the same constraints.
+# The typed options every residual stack (decoder LM, sequence classifier) shares: both models' signatures use
+# these, so their generated schemas carry the same constraints.
 BlockKind = Literal["residual_mlp", "gated"]
 NormKind = Literal["layernorm", "rmsnorm"]
 MlpRatio = Annotated[float, Opt(minimum=0)]
-MlpHidden = Annotated[Union[int, None], Opt(minimum=0)]
+MlpHidden = Annotated[int | None, Opt(minimum=0)]
 
-
-def _stack_options(*, d_model: PosInt, n_layers: PosInt, mixer: MixerSpec, block: BlockKind = "residual_mlp",
-                   mlp_ratio: MlpRatio = 4.0, mlp_hidden: MlpHidden = None, norm: NormKind = "layernorm") -> None:
-    """Declaration only: the shared stack options (their schema is STACK_PROPERTIES)."""
-
-
-STACK_PROPERTIES = function_schema(_stack_options)["properties"]

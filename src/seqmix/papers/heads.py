@@ -172,7 +172,7 @@ def check_t2_t3(ks: list[int], ns: list[int]) -> list[dict]:
                 m.Phi.copy_(torch.eye(n, dtype=torch.float64).expand(k, n, n))
                 m.Psi.copy_(alpha.transpose(1, 2))
                 x = torch.randn(4, n, k, generator=torch.Generator().manual_seed(k * 1000 + n), dtype=torch.float64)
-                fwd = float((m(x) - RotationTeacher(k, n, dtype=torch.float64).targets(x)).abs().max())
+                fwd = float((m(x) - RotationTeacher(k=k, n=n, dtype=torch.float64).targets(x)).abs().max())
             rows.append(_row("T2", "construction_forward_err", fwd, 0.0, EXACT_TOL, "le", k=k, n=n))
             Phi, Psi, ranks = rank_refined_features(alpha)
             rows.append(_row("T2", "rank_refined_err", err(torch.einsum("hir,hjr->hij", Phi, Psi) * tril), 0.0,
