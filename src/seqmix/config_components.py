@@ -9,12 +9,10 @@ from .config import ConfigError, get_path, validate
 
 
 def component_params(obj: Any) -> dict:
-    """Parameter schema of a registered component, generated from its declared options (seqmix.options).
-    A component that still carries a hand-written ``config_schema`` dict is validated against that."""
+    """Parameter schema of a registered component, generated from its declared options (seqmix.options)."""
     from .options import options_schema
 
-    schema = getattr(obj, "config_schema", None)
-    return schema if schema is not None else options_schema(obj)
+    return options_schema(obj)
 
 
 def validate_component_blocks(paper_file: Path, exp_name: str, exp: dict) -> None:
@@ -62,7 +60,7 @@ def validate_options(paper_file: Path, where: str, cls: type, block: dict) -> No
     from .options import component_options
 
     validate(_without_name(block), _partial(component_params(cls)), paper_file, where)
-    for opt, kind in (component_options(cls) if getattr(cls, "config_schema", None) is None else {}).items():
+    for opt, kind in component_options(cls).items():
         spec = block.get(opt)
         if not isinstance(spec, dict) or "name" not in spec:
             continue  # a partial override: the class it refines is not named here

@@ -222,3 +222,13 @@ def test_model_facts_reach_only_mixers_that_declare_them():
     hidden = build_mixer("softmax_attention", 8, heads=2, position="so2_learned", model_facts={"vocab_size": 11})
     assert not hidden.needs_tokens and hasattr(hidden, "angle_proj")  # token_angles is off unless asked for
     build_mixer("s4d", 8, d_state=3, model_facts={"vocab_size": 11})  # not declared: not passed
+
+
+def test_no_component_carries_a_hand_written_schema():
+    """One declaration per component: every registered mixer, model and task is validated against the schema
+    generated from its signature, none keeps a config_schema dict beside it."""
+    for kind in ("mixer", "model", "task"):
+        for name in registry.names(kind):
+            cls = registry.get(kind, name)
+            assert not hasattr(cls, "config_schema"), (kind, name)
+            jsonschema.Draft202012Validator.check_schema(options_schema(cls))
