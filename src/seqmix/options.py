@@ -96,11 +96,6 @@ def options_schema(cls: type) -> dict:
     return _schema(declared_options(cls))
 
 
-def function_schema(fn: Any) -> dict:
-    """The schema of a function's keyword-only parameters (a declaration shared by several signatures)."""
-    return _schema(_keyword_options(fn, fn.__qualname__))
-
-
 def _schema(options: list[Option]) -> dict:
     props, required = {}, []
     for o in options:
