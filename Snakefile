@@ -12,6 +12,7 @@ configfile: "config/config.yaml"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/tracking.smk"
+include: "workflow/rules/resources.smk"
 include: "workflow/rules/stages.smk"
 include: "workflow/rules/heads.smk"
 include: "workflow/rules/superposition.smk"

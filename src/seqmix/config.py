@@ -11,7 +11,6 @@ Every error names the file, the key path and what was expected, and is raised be
 from __future__ import annotations
 
 import copy
-import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -226,103 +225,33 @@ def cell_run_config(paper: str, experiment: str, cell: str, leaves: list[Leaf], 
 
 # ----------------------------------------------------------------------------- the whole config
 
-def component_params(obj: Any) -> dict:
-    """Parameter schema of a registered component: its own ``config_schema`` or its signature."""
-    schema = getattr(obj, "config_schema", None)
-    if schema is not None:
-        return schema
-    sig = inspect.signature(obj)
-    return {"type": "object", "additionalProperties": False,
-            "properties": {p: {} for p in sig.parameters if p not in ("self",)}}
-
-
-def _validate_component_blocks(paper_file: Path, exp_name: str, exp: dict) -> None:
-    from . import registry
-
-    prefix = f"experiments.{exp_name}"
-
-    def check(where: str, block: dict, classes: dict) -> dict:
-        """Resolve the components this block names (a variant may name its own task, model or mixer) and
-        validate its parameters against them; returns the classes in force below this block."""
-        classes = dict(classes)
-        names = {"task": get_path(block, "task.name"), "model": get_path(block, "model.name"),
-                 "mixer": get_path(block, "model.mixer.name")}
-        for kind, keypath in (("task", "task.name"), ("model", "model.name"), ("mixer", "model.mixer.name")):
-            if names[kind] is not None:
-                try:
-                    classes[kind] = registry.get(kind, names[kind])
-                except registry.UnknownName as e:
-                    raise ConfigError(paper_file, f"{prefix}.{where}.{keypath}", str(e)) from None
-        if "task" in block:
-            validate(_without_name(block["task"]), _partial(component_params(classes["task"])), paper_file,
-                     f"{prefix}.{where}.task")
-        if "model" in block:
-            m = dict(block["model"])
-            mixer = m.pop("mixer", None)
-            validate(_without_name(m), _partial(component_params(classes["model"])), paper_file,
-                     f"{prefix}.{where}.model")
-            if isinstance(mixer, dict) and classes.get("mixer") is not None:
-                validate(_without_name(mixer), _partial(component_params(classes["mixer"])), paper_file,
-                         f"{prefix}.{where}.model.mixer")
-        return classes
-
-    base = check("base", exp.get("base", {}), {"mixer": None})
-    for v, vspec in exp.get("variants", {}).items():
-        own = check(f"variants.{v}", vspec or {}, base)
-        for s, sset in ((vspec or {}).get("scales") or {}).items():
-            check(f"variants.{v}.scales.{s}", sset, own)
-    for s, sc in exp.get("scales", {}).items():
-        check(f"scales.{s}.set", sc.get("set", {}), base)
-
-
-def _without_name(block: dict) -> dict:
-    if not isinstance(block, dict):
-        return block
-    return {k: v for k, v in block.items() if k != "name"}
-
-
-def _partial(schema: dict) -> dict:
-    s = dict(schema)
-    s.pop("required", None)
-    return s
-
-
 def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> dict:
+    """A paper's config, validated, with its claim families expanded and the claim defaults applied
+    (``cfg["claims"]`` is the flat list the claims engine checks)."""
+    from .config_claims import at_claim_origin, expand_paper_claims, in_member, validate_claim
+    from .config_components import validate_component_blocks
+
     path = Path(path)
     cfg = load_yaml(path)
-    validate(cfg, load_schema("paper", schema_dir), path)
+    schema = load_schema("paper", schema_dir)
+    origins = expand_paper_claims(cfg, path, schema)
+    try:
+        validate(cfg, schema, path)
+    except ConfigError as e:
+        raise at_claim_origin(e, origins) from None
     for exp_name, exp in cfg.get("experiments", {}).items():
         if scale not in exp["scales"]:
             raise ConfigError(path, f"experiments.{exp_name}.scales",
                               f"no settings for scale {scale!r} (has: {', '.join(exp['scales'])})")
         if exp.get("sweep") is None and any("sweep_values" in s for s in exp["scales"].values()):
             raise ConfigError(path, f"experiments.{exp_name}.scales", "sweep_values given but the experiment has no sweep")
-        _validate_component_blocks(path, exp_name, exp)
-    for i, claim in enumerate(cfg.get("claims", [])):
-        _validate_claim(path, f"claims[{i}]", claim)
+        validate_component_blocks(path, exp_name, exp)
+    for claim, (where, params) in zip(cfg.get("claims", []), origins):
+        try:
+            validate_claim(path, where, claim)
+        except ConfigError as e:
+            raise in_member(e, params) from None
     return cfg
-
-
-def _validate_claim(path: Path, where: str, claim: dict) -> None:
-    """What the schema cannot say about a claim, and the claims engine would otherwise find only after
-    every job has run: series checks need a series (``ours.over``), scalar checks a scalar, and a
-    ``within`` check without lo/hi/target compares to the reported value, which must then be a number."""
-    kind, over, reduce = claim["check"]["kind"], claim["ours"].get("over"), claim["ours"].get("reduce")
-    if kind in ("ordering", "slope") and not over:
-        raise ConfigError(path, f"{where}.ours.over", f"check kind {kind!r} needs a series: set ours.over to a column")
-    if kind in ("ordering", "slope") and reduce:
-        raise ConfigError(path, f"{where}.ours.reduce", f"check kind {kind!r} needs the series: remove ours.reduce")
-    if kind in ("within", "threshold") and over and not reduce:
-        raise ConfigError(path, f"{where}.ours.over", f"check kind {kind!r} needs one value: remove ours.over "
-                          "(or reduce the series with ours.reduce: min|max)")
-    if reduce and not over:
-        raise ConfigError(path, f"{where}.ours.reduce", "ours.reduce needs a series: set ours.over to a column")
-    if kind == "within" and not {"lo", "hi", "target"} & set(claim["check"]):
-        rep = claim.get("reported")
-        rep = rep[0] if isinstance(rep, list) and rep else rep
-        if isinstance(rep, bool) or not isinstance(rep, (int, float)):
-            raise ConfigError(path, f"{where}.check", "within needs lo/hi, a target, or a numeric reported value "
-                              f"(reported is {claim.get('reported')!r})")
 
 
 def load_all(config: dict, root: str | Path = ".", config_file: str = "config/config.yaml",

@@ -100,7 +100,7 @@ def test_teacher_matches_token_by_token_recurrence(k, n):
         h = h @ A.T + x[:, i]
         ys.append(h)
     y_rec = torch.stack(ys, dim=1)
-    task = RotationTeacher(k, n, dtype=torch.float64)
+    task = RotationTeacher(k=k, n=n, dtype=torch.float64)
     y = task.targets(x)
     assert y.dtype == torch.float64
     assert torch.max(torch.abs(y - y_rec)).item() < 1e-10
@@ -156,13 +156,13 @@ def test_optimum_by_weighted_pca_from_scratch():
 
 def _student(k: int, n: int, heads: int, r: int | None = None, seed: int = 0) -> FactorizedLinearAttention:
     torch.manual_seed(seed)
-    return FactorizedLinearAttention(d_in=k, d_out=k, seq_len=n, heads=heads, r=r).double()
+    return FactorizedLinearAttention(k, seq_len=n, heads=heads, r=r).double()
 
 
 def test_jacobian_equals_interaction_operator():
     d, p, n, H = 3, 2, 5, 2
     torch.manual_seed(0)
-    m = FactorizedLinearAttention(d_in=d, d_out=p, seq_len=n, heads=H, r=4).double()
+    m = FactorizedLinearAttention(d, d_out=p, seq_len=n, heads=H, r=4).double()
     x = torch.randn(n, d, dtype=torch.float64)
     J = torch.autograd.functional.jacobian(lambda z: m(z[None])[0], x)  # (n, p, n, d)
     K = m.interaction_operator()  # (n, n, p, d)
@@ -228,15 +228,15 @@ def test_exact_construction_with_k_heads_reproduces_the_teacher():
     assert torch.allclose(m.coefficients(), torch.from_numpy(alpha), atol=1e-14, rtol=0)
     g = torch.Generator().manual_seed(3)
     x = torch.randn(4, n, k, generator=g, dtype=torch.float64)
-    y_teacher = RotationTeacher(k, n, dtype=torch.float64).targets(x)
+    y_teacher = RotationTeacher(k=k, n=n, dtype=torch.float64).targets(x)
     assert torch.max(torch.abs(m(x) - y_teacher)).item() < 1e-10
     assert _expected_error(m, k, n) < 1e-20
     # the library's Exp. I metrics of this student: zero test error, sup-norm error (Def. 4.1) and probe
     from seqmix.models.bare import BareMixer
     from seqmix.tasks.rotation_teacher import evaluate
 
-    task = RotationTeacher(k, n, test_size=64, dtype=torch.float64)
-    model = BareMixer(task, {"name": "factorized_linear_attention", "heads": k, "r": n})
+    task = RotationTeacher(k=k, n=n, test_size=64, dtype=torch.float64)
+    model = BareMixer(task, mixer={"name": "factorized_linear_attention", "heads": k, "r": n})
     model.mixer = m
     met = evaluate(task, model, heads=k)
     assert met["test_mse"] < 1e-20 and met["norm_mse"] < 1e-20
@@ -316,13 +316,13 @@ def test_thm42_probe_error_of_one_head_students():
 # ----------------------------------------------------------------------------- argument errors
 
 def test_argument_errors():
-    with pytest.raises(ValueError, match="d_in"):
-        FactorizedLinearAttention(d_in=0, d_out=2, seq_len=4)
+    with pytest.raises(ValueError, match="d_model"):
+        FactorizedLinearAttention(0, d_out=2, seq_len=4)
     with pytest.raises(ValueError, match="heads"):
-        FactorizedLinearAttention(d_in=2, d_out=2, seq_len=4, heads=0)
+        FactorizedLinearAttention(2, seq_len=4, heads=0)
     with pytest.raises(ValueError, match="seq_len"):
-        FactorizedLinearAttention(d_in=2, d_out=2, seq_len=-1)
-    m = FactorizedLinearAttention(d_in=3, d_out=2, seq_len=4)
+        FactorizedLinearAttention(2, seq_len=-1)
+    m = FactorizedLinearAttention(3, d_out=2, seq_len=4)
     with pytest.raises(ValueError, match=r"expected input \(\.\.\., 4, 3\)"):
         m(torch.zeros(1, 5, 3))
     with pytest.raises(ValueError, match="expected input"):

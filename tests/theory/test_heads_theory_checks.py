@@ -112,7 +112,7 @@ def test_t4_rows_pass():
 def test_t4_default_init_bound_is_vacuous_but_rate_is_rho():
     """PyTorch's init: ||A||_2 > 1 (the bound grows with tau) while ||C A^tau B|| decays like rho(A)^tau."""
     torch.manual_seed(0)
-    ssm = LinearSSM(64, 64, state=64).double()
+    ssm = LinearSSM(64, state=64).double()
     norm_a = float(torch.linalg.matrix_norm(ssm.A.weight.detach(), ord=2))
     rho = ssm.spectral_radius()
     assert norm_a > 1 > rho and 0.5 < rho < 0.65

@@ -447,10 +447,10 @@ def test_where_on_a_column_with_blanks(tmp_path):
 def test_shipped_closed_form_claims_hold_against_the_theory_table(tmp_path, root):
     """The heads paper's closed-form and spec-derived theory claims against the theory table that
     seqmix.papers.heads writes: every one holds at every scale; the Exp. I claims are 'not run'."""
-    from seqmix.config import load_yaml
+    from seqmix.config import load_paper
     from seqmix.papers.heads import theory
 
-    paper = load_yaml(root / "config" / "papers" / "heads.yaml")
+    paper = load_paper(root / "config" / "papers" / "heads.yaml", "tiny")  # families expanded, defaults applied
     resolved = {"exp1": {f"k{k}": {"task": {"k": k, "n": 16}} for k in (2, 4, 8)}}
     theory({"resolved": resolved}, tmp_path / "theory")
     for scale in ("tiny", "cpu", "paper"):
@@ -459,6 +459,86 @@ def test_shipped_closed_form_claims_hold_against_the_theory_table(tmp_path, root
                 assert res.verdict == C.HOLDS, (res.id, res.ours, res.detail)
             else:
                 assert res.verdict == C.NOT_RUN, (res.id, res.detail)
+
+
+# ----------------------------------------------------------------------------- families (expand:) and defaults
+
+def test_expand_zips_the_lists_and_substitutes_everywhere():
+    from seqmix.claim_families import expand_claims
+
+    fam = {"id": "rank-k{k}", "expand": {"k": [2, 4, 8], "rep": [2.0, 4.5, 8.25]}, "source": "closed-form",
+           "statement": "k = {k}: span{A^tau} has rank {rep}", "reported": "{rep}",
+           "ours": {"table": "theory", "metric": "value", "where": {"quantity": "rank_k{k}", "k": "{k}"}},
+           "check": {"kind": "within", "target": "{rep}", "atol": 0}}
+    got, origins = expand_claims([fam])
+    assert [c["id"] for c in got] == ["rank-k2", "rank-k4", "rank-k8"]  # zip: i-th value of every list
+    c = got[1]
+    assert "expand" not in c
+    assert c["statement"] == "k = 4: span{A^tau} has rank 4.5"  # other braces are not placeholders
+    assert c["reported"] == 4.5 and c["check"]["target"] == 4.5  # a whole-value placeholder keeps the type
+    assert c["ours"]["where"] == {"quantity": "rank_k4", "k": 4}
+    assert isinstance(c["ours"]["where"]["k"], int)
+    assert origins == [("claims[0]", "k=2, rep=2.0"), ("claims[0]", "k=4, rep=4.5"), ("claims[0]", "k=8, rep=8.25")]
+
+
+def test_expand_a_list_of_mappings_is_their_product_first_slowest():
+    from seqmix.claim_families import expand_claims
+
+    fam = {"id": "t{table}-{loss}-z{z}", "expand": [{"loss": ["sup", "node"]}, {"z": [1, 2, 3], "l": [0, 1, 2]}],
+           "source": "paper", "ours": {"metric": "cos_z{z}_l{l}", "where": {"variant": "{loss}"}}, "table": 2}
+    got, _ = expand_claims([fam])
+    assert [c["id"] for c in got] == ["t{table}-sup-z1", "t{table}-sup-z2", "t{table}-sup-z3",
+                                      "t{table}-node-z1", "t{table}-node-z2", "t{table}-node-z3"]
+    assert got[4]["ours"] == {"metric": "cos_z2_l1", "where": {"variant": "node"}}
+
+
+def test_expand_substitutes_lists_whole_and_keys():
+    from seqmix.claim_families import expand_claims
+
+    fam = {"id": "low-k{k}", "expand": {"k": [2, 8], "H": [[2, 3], [8]]}, "source": "paper",
+           "ours": {"where": {"sweep_value": "{H}", "k{k}": True}}}
+    got, _ = expand_claims([fam])
+    assert got[0]["ours"]["where"] == {"sweep_value": [2, 3], "k2": True}
+    assert got[1]["ours"]["where"] == {"sweep_value": [8], "k8": True}
+    got[0]["ours"]["where"]["sweep_value"].append(4)  # members do not share lists
+    assert fam["expand"]["H"][0] == [2, 3]
+
+
+def test_defaults_by_source_fill_only_missing_keys():
+    from seqmix.claim_families import expand_claims
+
+    defaults = {"closed-form": {"expected_at": ["tiny", "cpu", "paper"]}, "paper": {"expected_at": ["cpu"]}}
+    claims = [{"id": "a", "source": "closed-form"}, {"id": "b", "source": "paper"},
+              {"id": "c", "source": "paper", "expected_at": ["paper"]}, {"id": "d", "source": "spec-derived"}]
+    got, _ = expand_claims(claims, defaults)
+    assert [c.get("expected_at") for c in got] == [["tiny", "cpu", "paper"], ["cpu"], ["paper"], None]
+    got[0]["expected_at"].append("x")  # each claim gets its own copy
+    assert defaults["closed-form"]["expected_at"] == ["tiny", "cpu", "paper"]
+
+
+@pytest.mark.parametrize("entry,keypath,fragment", [
+    ({"id": "a{k}", "expand": {"k": [1, 2], "j": [1]}}, "claims[0].expand", "need one length"),
+    ({"id": "a{k}", "expand": {"k": []}}, "claims[0].expand.k", "non-empty list"),
+    ({"id": "a{k}", "expand": {"1k": [1]}}, "claims[0].expand.1k", "identifier"),
+    ({"id": "a{k}", "expand": []}, "claims[0].expand", "expected a mapping"),
+    ({"id": "a", "expand": {"k": [1, 2]}}, "claims[0].id", "ids must be unique"),
+])
+def test_expand_errors_name_the_entry(entry, keypath, fragment):
+    from seqmix.claim_families import ClaimSpecError, expand_claims
+
+    with pytest.raises(ClaimSpecError) as info:
+        expand_claims([dict(entry, source="paper")])
+    assert info.value.keypath == keypath and fragment in info.value.message
+
+
+def test_shipped_claim_files_have_no_anchors_and_use_families(root):
+    """The claims YAML is hand-edited: no PyYAML anchors/aliases, families folded, defaults hoisted."""
+    import re
+
+    for paper in ("heads", "superposition"):
+        text = (root / "config" / "papers" / f"{paper}.yaml").read_text()
+        assert not re.search(r"[&*]id\d+", text), paper
+        assert "claim_defaults:" in text and "expand:" in text, paper
 
 
 # ----------------------------------------------------------------------------- write_claims

@@ -123,7 +123,25 @@ CASES = [
     ("zero-heads-in-variant", None, lambda p: exp1(p)["variants"]["k8"].update(model={"mixer": {"heads": 0}}),
      PAPER, "experiments.exp1.variants.k8.model.mixer.heads", ["0 is less than the minimum of 1"]),
     ("unknown-mixer-parameter", None, lambda p: exp1(p)["base"]["model"]["mixer"].update(softmax=True),
-     PAPER, "experiments.exp1.base.model.mixer", ["'softmax' was unexpected", "allowed keys: heads, r"]),
+     PAPER, "experiments.exp1.base.model.mixer", ["'softmax' was unexpected", "allowed keys: d_out, heads, r"]),
+    # the mixer's options schema is generated from its signature (seqmix.options): bounds and types come along
+    ("generated-schema-bound", None, lambda p: exp1(p)["base"]["model"]["mixer"].update(r=0),
+     PAPER, "experiments.exp1.base.model.mixer.r", ["0 is less than the minimum of 1"]),
+    ("generated-schema-type", None, lambda p: exp1(p)["variants"]["k8"].update(model={"mixer": {"heads": "four"}}),
+     PAPER, "experiments.exp1.variants.k8.model.mixer.heads", ["expected integer, got str 'four'"]),
+    ("generated-schema-enum", None, lambda p: p["experiments"]["exp2"]["variants"]["ssm"]["model"]["mixer"].update(
+        init="hippo"), PAPER, "experiments.exp2.variants.ssm.model.mixer.init", ["'hippo' is not one of"]),
+    # claim families (expand:) and defaults by source: errors at the file's own entry, naming the member
+    ("claim-family-unequal-lists", None, lambda p: p["claims"][0]["expand"].update(n=[16, 32]),
+     PAPER, "claims[0].expand", ["the lists are zipped, so they need one length", "k: 3", "n: 2"]),
+    ("claim-family-not-a-list", None, lambda p: p["claims"][0]["expand"].update(k=2),
+     PAPER, "claims[0].expand.k", ["expected a non-empty list of values, got 2"]),
+    ("claim-family-bad-member", None, lambda p: p["claims"][0]["expand"].update(k=[2, "four", 8]),
+     PAPER, "claims[0].check.target", ["expected number, got str 'four'", "(in the family member k=four)"]),
+    ("claim-family-duplicate-id", None, lambda p: p["claims"][0].update(id="theory-rank"),
+     PAPER, "claims[0].id", ["claim id 'theory-rank'", "is also the id of claims[0] (k=2)"]),
+    ("claim-defaults-unknown-key", None, lambda p: p["claim_defaults"]["paper"].update(expected=["cpu"]),
+     PAPER, "claim_defaults.paper", ["'expected' is not one of ['artefact'"]),
     ("seeds-not-a-list", None, lambda p: exp1(p)["scales"]["cpu"].update(seeds=5),
      PAPER, "experiments.exp1.scales.cpu.seeds", ["expected array, got int 5"]),
     ("negative-seed", None, lambda p: exp1(p)["scales"]["cpu"].update(seeds=[0, -1]),
@@ -278,3 +296,70 @@ def test_snakemake_stops_on_a_config_error_before_any_job(root):
     assert "config/config.yaml: scale: 'huge' is not one of ['tiny', 'cpu', 'paper']" in out, out
     # nothing was scheduled: no job table, no rule announced
     assert "Job stats" not in out and "rule " not in out.replace("rules/", ""), out
+
+
+# ----------------------------------------------------------------------------- one table of cluster resources
+
+def test_resources_table_resolves_per_rule_and_scale():
+    from seqmix.cluster_resources import resolve, slurm_resources
+
+    table = {"default": {"timeout_min": 60, "mem_gb": 4, "partition": None},
+             "diagnose": {"mem_gb": 8},
+             "scales": {"paper": {"default": {"partition": "gpu"}, "train": {"timeout_min": 720, "gpus_per_node": 1}}}}
+    tiny, paper = resolve(table, "tiny"), resolve(table, "paper")
+    assert tiny["train"] == {"timeout_min": 60, "mem_gb": 4, "partition": None}
+    assert tiny["diagnose"]["mem_gb"] == 8
+    assert paper["train"] == {"timeout_min": 720, "mem_gb": 4, "partition": "gpu", "gpus_per_node": 1}
+    assert paper["diagnose"] == {"timeout_min": 60, "mem_gb": 8, "partition": "gpu"}
+    assert paper["default"] == {"timeout_min": 60, "mem_gb": 4, "partition": "gpu"}
+    assert slurm_resources(paper["train"]) == {"runtime": 720, "mem_mb": 4096, "cpus_per_task": 1, "gpu": 1,
+                                               "tasks": 1, "slurm_partition": "gpu", "slurm_account": ""}
+
+
+def test_both_cluster_routes_read_the_one_table(root):
+    """The profiles hold no resources; the shipped table gives the paper-scale train step a GPU in both the
+    executor plugin's names and submitit's (what dispatch.executor_for reads)."""
+    from seqmix.cluster_resources import resolve, slurm_resources
+
+    for prof in ("slurm", "slurm-local", "local"):
+        keys = set(yaml.safe_load((root / "profiles" / prof / "profile.yaml").read_text()))
+        assert not keys & {"default-resources", "set-resources", "resources"}, prof
+    cfg = load_yaml(root / "config" / "config.yaml")
+    assert "resources" not in cfg["submitit"] and "scales" not in cfg["submitit"]
+    paper = resolve(cfg["resources"], "paper")
+    assert paper["train"]["gpus_per_node"] == 1 and slurm_resources(paper["train"])["gpu"] == 1
+    assert slurm_resources(resolve(cfg["resources"], "tiny")["train"])["gpu"] == 0
+    smk = (root / "workflow" / "rules" / "stages.smk").read_text()
+    for rule in ("train", "evaluate", "diagnose"):
+        assert f'**slurm_resources_of("{rule}")' in smk, rule
+
+
+def test_dead_keys_are_refused(tree):
+    """Keys no code reads are not in the schema (a config that still sets one fails, naming it)."""
+    def ingest(g):
+        g["tracking"]["ingest_timeout_s"] = 5
+
+    with pytest.raises(ConfigError, match="ingest_timeout_s"):
+        load(tree, glob_mut=ingest)
+
+    def old_table(g):
+        g["submitit"]["resources"] = {"default": {"mem_gb": 4}}
+
+    with pytest.raises(ConfigError, match="'resources' was unexpected"):
+        load(tree, glob_mut=old_table)
+
+
+def test_a_mixer_inside_a_mixer_is_validated_against_its_own_generated_schema():
+    """``bidirectional`` declares ``mixer: MixerSpec``: the inner spec is checked against the named mixer."""
+    from seqmix import registry
+    from seqmix.config_components import validate_options
+
+    bidi = registry.get_mixer("bidirectional")
+    validate_options("p.yaml", "m", bidi, {"name": "bidirectional", "mixer": {"name": "s4d", "d_state": 3}})
+    with pytest.raises(ConfigError) as info:
+        validate_options("p.yaml", "experiments.e.base.model.mixer", bidi,
+                         {"name": "bidirectional", "mixer": {"name": "s4d", "mode": "fft"}})
+    assert info.value.keypath == "experiments.e.base.model.mixer.mixer.mode"
+    assert "'fft' is not one of ['conv', 'recurrent']" in info.value.message
+    with pytest.raises(ConfigError, match=r"m\.mixer\.name: unknown mixer 's4x'"):
+        validate_options("p.yaml", "m", bidi, {"mixer": {"name": "s4x"}})

@@ -12,8 +12,16 @@ import pandas as pd
 import pytest
 import torch
 
-from seqmix.diagnostics.jacobian import (geomean_log10, jacobian_norms, lag_jacobian, last_output, output_jacobian,
-                                         output_jacobians, relative_error)
+from seqmix.diagnostics.jacobian import (
+    geomean_log10,
+    jacobian_norms,
+    lag_jacobian,
+    last_output,
+    output_jacobian,
+    output_jacobians,
+    relative_error,
+)
+from seqmix.mixers.base import build_mixer
 from seqmix.mixers.lti_ssm import LinearSSM, haar_orthogonal
 from seqmix.mixers.mha import CausalMHA, CausalSoftmaxHead
 from seqmix.tasks.lag_sensitivity import LagSensitivity
@@ -23,12 +31,12 @@ torch.set_num_threads(1)
 
 def ssm(d=8, N=8, seed=0, **kw) -> LinearSSM:
     torch.manual_seed(seed)
-    return LinearSSM(d, d, state=N, **kw).double()
+    return LinearSSM(d, state=N, **kw).double()
 
 
 def mha(d=8, heads=2, seed=0) -> CausalMHA:
     torch.manual_seed(seed)
-    return CausalMHA(d, d, heads=heads).double()
+    return CausalMHA(d, heads=heads).double()
 
 
 def rand(*shape, seed=0):
@@ -124,7 +132,7 @@ def test_scan_conv_fft_agree():
 
 def test_default_init_is_pytorch_linear():
     torch.manual_seed(0)
-    m = LinearSSM(64, 64, state=64)
+    m = LinearSSM(64, state=64)
     torch.manual_seed(0)
     ref = torch.nn.Linear(64, 64, bias=False)  # the first draw of the same seed: A's init
     assert torch.equal(m.A.weight, ref.weight)
@@ -147,15 +155,15 @@ def test_orthogonal_init_has_radius_and_norm_rho():
 
 def test_ssm_argument_errors():
     with pytest.raises(ValueError, match="rho is set exactly when"):
-        LinearSSM(4, 4, init="orthogonal")
+        LinearSSM(4, init="orthogonal")
     with pytest.raises(ValueError, match="rho is set exactly when"):
-        LinearSSM(4, 4, rho=0.9)
+        LinearSSM(4, rho=0.9)
     with pytest.raises(ValueError, match="init must be"):
-        LinearSSM(4, 4, init="hippo")
+        LinearSSM(4, init="hippo")
     with pytest.raises(ValueError, match="state"):
-        LinearSSM(4, 4, state=0)
+        LinearSSM(4, state=0)
     with pytest.raises(ValueError, match="expected input"):
-        LinearSSM(4, 4)(torch.zeros(1, 3, 5))
+        LinearSSM(4)(torch.zeros(1, 3, 5))
 
 
 # ----------------------------------------------------------------------------- attention
@@ -209,10 +217,10 @@ def test_single_head_softmax_layer_eq9():
 
 
 def test_mha_argument_errors():
-    with pytest.raises(ValueError, match="maps width d to d"):
-        CausalMHA(4, 5)
+    with pytest.raises(ValueError, match="unknown option.*d_out"):  # self-attention maps width d to d
+        build_mixer("mha", 4, d_out=5)
     with pytest.raises(ValueError, match="positive divisor"):
-        CausalMHA(6, 6, heads=4)
+        CausalMHA(6, heads=4)
 
 
 # ----------------------------------------------------------------------------- the task
@@ -224,7 +232,7 @@ def test_lag_sensitivity_rows_for_the_ssm_and_attention():
     assert task.grid == [3, 6, 9] and task.seq_len == 9
     assert torch.equal(task.inputs(0, 6), task.inputs(0, 6)) and not torch.equal(task.inputs(0, 6), task.inputs(1, 6))
     torch.manual_seed(0)
-    model = BareMixer(task, {"name": "linear_ssm", "state": 8}).double()
+    model = BareMixer(task, mixer={"name": "linear_ssm", "state": 8}).double()
     out = task.diagnose(model, seed=0)
     df = pd.DataFrame(out["rows"])
     assert len(df) == 3 * 2 and list(df["lag"]) == [2, 2, 5, 5, 8, 8]
@@ -233,7 +241,7 @@ def test_lag_sensitivity_rows_for_the_ssm_and_attention():
     assert df["ln_rho"].iloc[0] == pytest.approx(math.log(df["rho"].iloc[0]))
     assert [t for t, _ in out["metrics"]["fro_geomean"]] == [3, 6, 9]
     torch.manual_seed(0)
-    model = BareMixer(task, {"name": "mha", "heads": 2}).double()
+    model = BareMixer(task, mixer={"name": "mha", "heads": 2}).double()
     df = pd.DataFrame(task.diagnose(model, seed=0)["rows"])
     assert "closed_form" not in df and (df["fro_times_T"] == df["fro"] * df["T"]).all()
     assert (df["uniform_approx"] * df["T"]).nunique() == 1  # ||W_O W_V||_F / T

@@ -9,6 +9,7 @@ import torch
 from seqmix import registry
 from seqmix.mixers.base import build_mixer
 from seqmix.ops.backends import backend_report
+from seqmix.options import defaults, options_schema
 
 D = 8  # tiny width: every mixer's head/state sizes below divide it
 T = 6
@@ -52,7 +53,7 @@ def test_every_mixer_is_covered():
 @pytest.mark.parametrize("name", sorted(OPTIONS))
 def test_schema_is_valid_and_accepts_the_test_options(name):
     cls = registry.get_mixer(name)
-    schema = cls.config_schema
+    schema = options_schema(cls)
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.validate(OPTIONS[name], schema)
 
@@ -150,3 +151,84 @@ def test_shape_errors_name_the_argument(name, kw, arg):
     width = 10 if arg in ("heads", "blocks", "headdim") else 6
     with pytest.raises(ValueError, match=arg):
         build_mixer(name, width, **kw)
+
+
+# ----------------------------------------------------------------------------- one declaration, one contract
+
+REQUIRED = {"bidirectional": {"mixer": {"name": "s4d"}}}  # options without a default
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_every_mixer_is_built_by_the_one_contract_from_its_declared_defaults(name):
+    """Mixer(d_model, *, layer_idx, seq_len, **options): every registered class, called directly with the
+    defaults its own signature declares (the generated schema records the same values)."""
+    cls = registry.get_mixer(name)
+    opts = {**defaults(cls), **REQUIRED.get(name, {})}
+    schema = options_schema(cls)
+    assert set(schema.get("required", [])) <= set(REQUIRED.get(name, {}))
+    for k, v in defaults(cls).items():
+        if k in schema["properties"] and "default" in schema["properties"][k]:
+            assert schema["properties"][k]["default"] == (list(v) if isinstance(v, tuple) else v), (name, k)
+    jsonschema.validate({k: list(v) if isinstance(v, tuple) else v for k, v in opts.items()}, schema)
+    torch.manual_seed(0)
+    m = cls(64, layer_idx=2, seq_len=16, **opts)
+    x = torch.randn(1, 16, 64)
+    assert run(m, x).shape == (1, 16, 64)
+
+
+def test_options_are_keyword_only_and_typed():
+    import inspect
+
+    for name in OPTIONS:
+        cls = registry.get_mixer(name)
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        assert params[0].name == "d_model" and params[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD, name
+        if "fixed_options" not in cls.__dict__:  # presets forward **kw to their base class
+            assert {"layer_idx", "seq_len"} <= {p.name for p in params if p.kind is p.KEYWORD_ONLY}, name
+
+
+def test_unknown_or_fixed_options_are_value_errors_naming_them():
+    with pytest.raises(ValueError, match=r"unknown option.*'heads_count'.*heads"):
+        build_mixer("rope", 8, heads_count=2)
+    with pytest.raises(ValueError, match=r"fixes \['position'\]"):
+        build_mixer("rope", 8, position="alibi")
+    assert "position" not in options_schema(registry.get_mixer("rope"))["properties"]
+    assert set(options_schema(registry.get_mixer("sessa_nofb"))["properties"]) == {"heads", "rope_base"}
+
+
+def test_layer_idx_gives_each_layer_its_own_random_angle_stream():
+    """The mixer derives per-layer seeds from its own option and layer_idx (no special case in the blocks)."""
+    from seqmix.models.lm import DecoderLM
+
+    a0 = build_mixer("so2_random_qk", 8, heads=2, angle_seed=5)
+    a1 = build_mixer("so2_random_qk", 8, heads=2, angle_seed=5, layer_idx=1)
+    assert (a0.angle_seed, a1.angle_seed) == (5, 5 + 7919)
+    x = torch.randn(1, 6, 8)
+    a0.reseed(), a1.reseed()
+    assert not torch.equal(a0.angles(x)[0], a1.angles(x)[0])
+    lm = DecoderLM(vocab_size=10, d_model=8, n_layers=3, mixer={"name": "so2_random_qk", "heads": 2})
+    assert [b.mixer.angle_seed for b in lm.blocks] == [12345 + 7919 * i for i in range(3)]
+
+
+def test_model_facts_reach_only_mixers_that_declare_them():
+    """vocab_size is filled in from the model for mixers that declare it (per-token angle tables), never
+    by mixer name; a config value wins."""
+    learned = build_mixer("so2_learned_qk", 8, heads=2, model_facts={"vocab_size": 11})
+    assert learned.needs_tokens and learned.angle_table.shape[0] == 11
+    given = build_mixer("so2_learned_qk", 8, heads=2, vocab_size=7, model_facts={"vocab_size": 11})
+    assert given.angle_table.shape[0] == 7
+    rope = build_mixer("rope", 8, heads=2, model_facts={"vocab_size": 11})
+    assert not rope.needs_tokens and not hasattr(rope, "angle_table")
+    hidden = build_mixer("softmax_attention", 8, heads=2, position="so2_learned", model_facts={"vocab_size": 11})
+    assert not hidden.needs_tokens and hasattr(hidden, "angle_proj")  # token_angles is off unless asked for
+    build_mixer("s4d", 8, d_state=3, model_facts={"vocab_size": 11})  # not declared: not passed
+
+
+def test_no_component_carries_a_hand_written_schema():
+    """One declaration per component: every registered mixer, model and task is validated against the schema
+    generated from its signature, none keeps a config_schema dict beside it."""
+    for kind in ("mixer", "model", "task"):
+        for name in registry.names(kind):
+            cls = registry.get(kind, name)
+            assert not hasattr(cls, "config_schema"), (kind, name)
+            jsonschema.Draft202012Validator.check_schema(options_schema(cls))

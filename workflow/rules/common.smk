@@ -68,13 +68,10 @@ def run_spec(wildcards):
 
 
 def dispatch_spec():
-    """What `--dispatch` hands the heavy steps: the mode and the submitit settings at this scale."""
-    sub = config.get("submitit") or {"cluster": "slurm", "folder": R(".submitit"), "rules": [], "resources": {}}
-    resources = {k: dict(v) for k, v in sub["resources"].items()}
-    for rule_name, over in (sub.get("scales") or {}).get(SCALE, {}).items():
-        resources[rule_name] = dict(resources.get(rule_name, {}), **over)
-    return canonical_json({"mode": config["dispatch"], **{k: v for k, v in sub.items() if k != "scales"},
-                           "resources": resources})
+    """What `--dispatch` hands the heavy steps: the mode, the submitit settings and the resources at this
+    scale (DISPATCH_RESOURCES: the one table, workflow/rules/resources.smk)."""
+    sub = config.get("submitit") or {"cluster": "slurm", "folder": R(".submitit"), "rules": []}
+    return canonical_json({"mode": config["dispatch"], **sub, "resources": DISPATCH_RESOURCES})
 
 
 def threads_of(paper, experiment):

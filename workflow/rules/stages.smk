@@ -53,8 +53,7 @@ rule train:
         R("{paper}", "benchmarks", "train", "{experiment}.{cell}.tsv")
     threads: lambda w: threads_of(w.paper, w.experiment)
     resources:
-        # SLURM resources per scale live in the profiles; this only documents the rule's kind
-        heavy=1,
+        **slurm_resources_of("train"),
     shell:
         "python -m seqmix train --run {input.run:q} --out {output:q} --threads {threads} "
         "--dispatch {input.dispatch:q} 2> {log:q}"
@@ -73,7 +72,7 @@ rule evaluate:
         R("{paper}", "benchmarks", "evaluate", "{experiment}.{cell}.tsv")
     threads: lambda w: threads_of(w.paper, w.experiment)
     resources:
-        heavy=1,
+        **slurm_resources_of("evaluate"),
     shell:
         "python -m seqmix evaluate --run {input.run:q} --out {output:q} --threads {threads} "
         "--dispatch {input.dispatch:q} 2> {log:q}"
@@ -95,6 +94,8 @@ rule diagnose:
     benchmark:
         R("{paper}", "benchmarks", "diagnose", "{experiment}.{cell}.tsv")
     threads: lambda w: threads_of(w.paper, w.experiment)
+    resources:
+        **slurm_resources_of("diagnose"),
     shell:
         "python -m seqmix diagnose --run {input.run:q} --out {output:q} --threads {threads} "
         "--dispatch {input.dispatch:q} 2> {log:q}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..options import MixerSpec
 from ..registry import register_mixer
 from .base import build_mixer, check_input
 
@@ -27,19 +28,14 @@ def flip_valid(x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
 @register_mixer("bidirectional")
 class Bidirectional(nn.Module):
     causal = False
-    config_schema = {
-        "type": "object", "additionalProperties": False, "required": ["mixer"],
-        "properties": {"mixer": {"type": "object", "required": ["name"],
-                                 "description": "the causal mixer (name + options) run both ways"}},
-    }
-
-    def __init__(self, d_model: int, mixer: dict, seq_len: int | None = None):
+    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None,
+                 mixer: MixerSpec):
         super().__init__()
         opts = dict(mixer)
         name = opts.pop("name")
         self.d_model = d_model
-        self.fwd = build_mixer(name, d_model, seq_len, **opts)
-        self.bwd = build_mixer(name, d_model, seq_len, **opts)
+        self.fwd = build_mixer(name, d_model, layer_idx=layer_idx, seq_len=seq_len, **opts)
+        self.bwd = build_mixer(name, d_model, layer_idx=layer_idx, seq_len=seq_len, **opts)
 
     @property
     def backend(self) -> str:

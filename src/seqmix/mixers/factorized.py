@@ -9,27 +9,24 @@ feature map (pitfall P2); the causal mask multiplies after the inner product.
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 import torch
 from torch import nn
 
+from ..options import Opt, PosInt
 from ..registry import register_mixer
 
 
 @register_mixer("factorized_linear_attention")
 class FactorizedLinearAttention(nn.Module):
-    config_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "heads": {"type": "integer", "minimum": 1},
-            "r": {"type": ["integer", "null"], "minimum": 1, "description": "feature dim; null = seq_len"},
-        },
-    }
-
-    def __init__(self, d_in: int, d_out: int, seq_len: int, heads: int = 1, r: int | None = None):
+    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None,
+                 d_out: Annotated[int | None, Opt(minimum=1, description="output width p; null = d_model")] = None,
+                 heads: PosInt = 1,
+                 r: Annotated[int | None, Opt(minimum=1, description="feature dim; null = seq_len")] = None):
         super().__init__()
-        for name, v in (("d_in", d_in), ("d_out", d_out), ("seq_len", seq_len), ("heads", heads)):
+        d_in, d_out = d_model, d_model if d_out is None else d_out
+        for name, v in (("d_model", d_in), ("d_out", d_out), ("seq_len", seq_len), ("heads", heads)):
             if not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
         r = seq_len if r is None else r

@@ -17,9 +17,12 @@ the materialised kernel (``forward_conv``) and the FFT convolution (``forward_ff
 """
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
 import torch
 from torch import nn
 
+from ..options import Opt
 from ..registry import register_mixer
 
 
@@ -33,21 +36,15 @@ def haar_orthogonal(n: int, dtype: torch.dtype = torch.float64, generator: torch
 
 @register_mixer("linear_ssm")
 class LinearSSM(nn.Module):
-    config_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "state": {"type": "integer", "minimum": 1, "description": "state dimension N"},
-            "init": {"enum": ["default", "orthogonal"]},
-            "rho": {"type": ["number", "null"], "exclusiveMinimum": 0,
-                    "description": "spectral radius of A = rho Q (init: orthogonal only)"},
-        },
-    }
-
-    def __init__(self, d_in: int, d_out: int, seq_len: int | None = None, state: int = 64, init: str = "default",
-                 rho: float | None = None):
+    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None,
+                 d_out: Annotated[int | None, Opt(minimum=1, description="output width; null = d_model")] = None,
+                 state: Annotated[int, Opt(minimum=1, description="state dimension N")] = 64,
+                 init: Literal["default", "orthogonal"] = "default",
+                 rho: Annotated[float | None, Opt(exclusive_minimum=0, description="spectral radius of A = rho Q "
+                                                  "(init: orthogonal only)")] = None):
         super().__init__()
-        for name, v in (("d_in", d_in), ("d_out", d_out), ("state", state)):
+        d_in, d_out = d_model, d_model if d_out is None else d_out
+        for name, v in (("d_model", d_in), ("d_out", d_out), ("state", state)):
             if not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
         if init not in ("default", "orthogonal"):
@@ -55,7 +52,7 @@ class LinearSSM(nn.Module):
         if (init == "orthogonal") != (rho is not None):
             raise ValueError("rho is set exactly when init is 'orthogonal'")
         self.d_in, self.d_out, self.state, self.init, self.rho = d_in, d_out, state, init, rho
-        # seq_len is not used: the map is defined for any length (the registry passes it to every mixer)
+        # seq_len and layer_idx are not used: the map is defined for any length
         self.A = nn.Linear(state, state, bias=False)
         self.B = nn.Linear(d_in, state, bias=False)
         self.C = nn.Linear(state, d_out, bias=False)

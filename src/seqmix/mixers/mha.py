@@ -13,25 +13,18 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..options import PosInt
 from ..registry import register_mixer
 
 
 @register_mixer("mha")
 class CausalMHA(nn.Module):
-    config_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {"heads": {"type": "integer", "minimum": 1}},
-    }
-
-    def __init__(self, d_in: int, d_out: int, seq_len: int | None = None, heads: int = 4):
+    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, heads: PosInt = 4):
         super().__init__()
-        if d_in != d_out:
-            raise ValueError(f"self-attention maps width d to d: got d_in={d_in}, d_out={d_out}")
-        if not isinstance(heads, int) or heads < 1 or d_in % heads:
-            raise ValueError(f"heads must be a positive divisor of d={d_in}, got {heads!r}")
-        self.d, self.heads = d_in, heads
-        self.attn = nn.MultiheadAttention(d_in, heads, bias=True, batch_first=True)
+        if not isinstance(heads, int) or heads < 1 or d_model % heads:
+            raise ValueError(f"heads must be a positive divisor of d={d_model}, got {heads!r}")
+        self.d, self.heads = d_model, heads
+        self.attn = nn.MultiheadAttention(d_model, heads, bias=True, batch_first=True)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: (B, T, d) -> (B, T, d), causal."""

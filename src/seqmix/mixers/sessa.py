@@ -17,6 +17,7 @@ It is the Sessa decoder layer and, with another mixer, the spec's ``macro=shared
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 import torch
 import torch.nn.functional as F
@@ -24,25 +25,18 @@ from torch import nn
 
 from ..ops import feedback_solve as fs_ops
 from ..ops import rotary
+from ..options import Opt, PosFloat, PosInt
 from ..registry import register_mixer
-from .base import check_divides, check_input, check_positive_int
+from .base import check_divides, check_input, check_positive_int, register_preset
 
 
 @register_mixer("sessa")
 class SessaMixer(nn.Module):
     causal = True
-    config_schema = {
-        "type": "object", "additionalProperties": False,
-        "properties": {
-            "heads": {"type": "integer", "minimum": 1},
-            "gamma_max": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
-            "feedback": {"type": "boolean"},
-            "rope_base": {"type": "number", "exclusiveMinimum": 0},
-        },
-    }
 
-    def __init__(self, d_model: int, heads: int = 4, gamma_max: float = 0.999, feedback: bool = True,
-                 rope_base: float = 10000.0, seq_len: int | None = None):
+    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, heads: PosInt = 4,
+                 gamma_max: Annotated[float, Opt(exclusive_minimum=0, exclusive_maximum=1)] = 0.999,
+                 feedback: bool = True, rope_base: PosFloat = 10000.0):
         super().__init__()
         check_positive_int(d_model=d_model, heads=heads)
         check_divides("heads", heads, "d_model", d_model)
@@ -125,16 +119,10 @@ class SessaMixer(nn.Module):
         return s, new
 
 
-@register_mixer("sessa_nofb")
-class SessaNoFeedback(SessaMixer):
-    """Sessa with the feedback branch removed (s = f): a gated single-read RoPE attention mixer."""
-
-    config_schema = {**SessaMixer.config_schema,
-                     "properties": {k: v for k, v in SessaMixer.config_schema["properties"].items()
-                                    if k not in ("feedback", "gamma_max")}}
-
-    def __init__(self, d_model: int, heads: int = 4, rope_base: float = 10000.0, seq_len: int | None = None):
-        super().__init__(d_model, heads=heads, feedback=False, rope_base=rope_base)
+# gamma_max is fixed too: without the feedback branch there is no gamma for it to bound
+SessaNoFeedback = register_preset(
+    "sessa_nofb", SessaMixer, "Sessa with the feedback branch removed (s = f): a gated single-read RoPE attention "
+    "mixer.", "SessaNoFeedback", feedback=False, gamma_max=0.999)
 
 
 class SessaBlock(nn.Module):

@@ -13,8 +13,10 @@ Positional mechanisms (``position``):
   ``angles_per_head`` False (default, the paper's text) shares the angles across heads; ``value_path``
   ``separate`` (default, rotations spec U11) draws independent steps for the value rotation, ``same`` reuses them.
 - ``so2_learned``: psi_t = omega + pi tanh(g_t) (M5; M6 with ``rotate_values``), g_t = E[token_t] (a per-token
-  table, when ``vocab_size`` is set and the model passes ``tokens``) or g_t = x_t W_g (hidden-state
-  dependent otherwise); E / W_g start at zero, so the variant equals RoPE at initialisation.
+  table, with ``token_angles`` (set by the so2_learned_* presets) when ``vocab_size`` is known: the model
+  fills it in, and passes ``tokens``) or g_t = x_t W_g (hidden-state dependent otherwise); E / W_g start at
+  zero, so the variant equals RoPE at initialisation.
+Per layer: ``layer_idx`` offsets ``angle_seed`` (layer l draws its random steps from seed + 7919 l).
 Accumulated angles are EXCLUSIVE prefix sums in float64 (seqmix.ops.rotary). Direction convention (one
 for all variants; see ops/rotary/reference.py): q, k (and v) at position i are rotated by R(+Theta_i) and the
 output by R(-Theta_i) before W_o, so score_ij = q_i^T R(Theta_j - Theta_i) k_j and the transported value is
@@ -23,6 +25,8 @@ R(Theta_j - Theta_i) v_j: the paper's P_{j->i} = A_i^{-1} A_j on both paths.
 from __future__ import annotations
 
 import math
+import typing
+from typing import Annotated, Literal
 
 import torch
 import torch.nn.functional as F
@@ -31,10 +35,12 @@ from torch import nn
 from ..ops import rotary
 from ..ops.path_attention import backend_for as path_backend_for
 from ..ops.path_attention import path_attention
+from ..options import NonNegInt, Opt, OptPosInt, PosFloat, PosInt
 from ..registry import register_mixer
 from .base import check_divides, check_input, check_positive_int, register_preset
 
-POSITIONS = ("nope", "rope", "alibi", "so2_random", "so2_learned")
+Position = Literal["nope", "rope", "alibi", "so2_random", "so2_learned"]
+POSITIONS = typing.get_args(Position)
 
 
 def alibi_slopes(heads: int) -> torch.Tensor:
@@ -45,28 +51,15 @@ def alibi_slopes(heads: int) -> torch.Tensor:
 @register_mixer("softmax_attention")
 class SoftmaxAttention(nn.Module):
     causal = True
-    config_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "heads": {"type": "integer", "minimum": 1},
-            "position": {"enum": list(POSITIONS)},
-            "rotate_values": {"type": "boolean"},
-            "angles_per_head": {"type": "boolean"},
-            "value_path": {"enum": ["separate", "same"]},
-            "random_scale": {"type": "number", "minimum": 0},
-            "angle_seed": {"type": "integer", "minimum": 0},
-            "vocab_size": {"type": ["integer", "null"], "minimum": 1},
-            "rope_base": {"type": "number", "exclusiveMinimum": 0},
-            "layout": {"enum": ["half", "interleaved"]},
-            "bias": {"type": "boolean"},
-        },
-    }
 
-    def __init__(self, d_model: int, heads: int = 4, position: str = "rope", rotate_values: bool = False,
-                 angles_per_head: bool | None = None, value_path: str = "separate", random_scale: float = 1.0,
-                 angle_seed: int = 12345, vocab_size: int | None = None, rope_base: float = 10000.0,
-                 layout: str = "half", bias: bool = True, seq_len: int | None = None):
+    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, heads: PosInt = 4,
+                 position: Position = "rope", rotate_values: bool = False, angles_per_head: bool | None = None,
+                 value_path: Literal["separate", "same"] = "separate",
+                 random_scale: Annotated[float, Opt(minimum=0)] = 1.0, angle_seed: NonNegInt = 12345,
+                 token_angles: Annotated[bool, Opt(description="so2_learned: a per-token angle table when "
+                                                   "vocab_size is known (else angles from the hidden state)")] = False,
+                 vocab_size: OptPosInt = None, rope_base: PosFloat = 10000.0,
+                 layout: Literal["half", "interleaved"] = "half", bias: bool = True):
         super().__init__()
         check_positive_int(d_model=d_model, heads=heads)
         check_divides("heads", heads, "d_model", d_model)
@@ -90,13 +83,15 @@ class SoftmaxAttention(nn.Module):
         self.register_buffer("omega", rotary.rope_frequencies(dh, rope_base), persistent=False)
         if position == "alibi":
             self.register_buffer("slopes", alibi_slopes(heads), persistent=False)
-        self.angle_seed = angle_seed
+        # random rotation steps are i.i.d. across layers (rotations spec M3/M4): each layer draws from its own
+        # stream, offset from the configured seed by a prime times its index
+        self.angle_seed = angle_seed + 7919 * layer_idx
         self._gen: torch.Generator | None = None
         n_ang = (heads if self.angles_per_head else 1) * (dh // 2)
         self.vocab_size = vocab_size
-        self.needs_tokens = position == "so2_learned" and vocab_size is not None
+        self.needs_tokens = position == "so2_learned" and token_angles and vocab_size is not None
         if position == "so2_learned":
-            if vocab_size is not None:
+            if self.needs_tokens:
                 self.angle_table = nn.Parameter(torch.zeros(vocab_size, n_ang))
             else:
                 self.angle_proj = nn.Linear(d_model, n_ang, bias=False)
@@ -182,9 +177,10 @@ _variant("alibi", "M7: ALiBi distance bias.", position="alibi")
 _variant("so2_random_qk", "M3: random accumulated SO(2) rotations of q, k.", position="so2_random")
 _variant("so2_random_qkv", "M4: random accumulated SO(2) rotations of q, k, v.", position="so2_random",
          rotate_values=True)
-_variant("so2_learned_qk", "M5: learned token-dependent accumulated rotations of q, k.", position="so2_learned")
+_variant("so2_learned_qk", "M5: learned token-dependent accumulated rotations of q, k.", position="so2_learned",
+         token_angles=True)
 _variant("so2_learned_qkv", "M6: learned token-dependent accumulated rotations of q, k, v.",
-         position="so2_learned", rotate_values=True)
+         position="so2_learned", rotate_values=True, token_angles=True)
 
 
 @register_mixer("path")
@@ -194,17 +190,8 @@ class PaTHAttention(nn.Module):
     (The PaTH paper also runs a short convolution before normalising w; left out here.)"""
 
     causal = True
-    config_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "heads": {"type": "integer", "minimum": 1},
-            "chunk": {"type": "integer", "minimum": 1},
-            "bias": {"type": "boolean"},
-        },
-    }
-
-    def __init__(self, d_model: int, heads: int = 4, chunk: int = 32, bias: bool = True, seq_len: int | None = None):
+    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, heads: PosInt = 4,
+                 chunk: PosInt = 32, bias: bool = True):
         super().__init__()
         check_positive_int(d_model=d_model, heads=heads, chunk=chunk)
         check_divides("heads", heads, "d_model", d_model)

@@ -20,14 +20,20 @@ A = -exp(log_re) + i im keeps Re A < 0.
 from __future__ import annotations
 
 import math
+from typing import Annotated, Literal
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..ops import fftconv, selective_scan as ss_ops, ssd as ssd_ops
+from ..ops import fftconv
+from ..ops import selective_scan as ss_ops
+from ..ops import ssd as ssd_ops
+from ..options import Opt, OptPosInt, PosFloat, PosInt
 from ..registry import register_mixer
 from .base import check_divides, check_input, check_positive_int, register_preset
+
+Disc = Literal["zoh", "euler"]
 
 
 def _inv_softplus(x: torch.Tensor) -> torch.Tensor:
@@ -99,24 +105,11 @@ def _cplx(shape, std: float) -> torch.Tensor:
 class S4D(_ScanUnit):
     """S4D unit: x_k = exp(Delta A) x_{k-1} + Delta phi1(Delta A) B u_k, y_k = Re(C x_k) (+ D u_k), per channel."""
 
-    config_schema = {
-        "type": "object", "additionalProperties": False,
-        "properties": {
-            "d_state": {"type": "integer", "minimum": 1},
-            "complex": {"type": "boolean"},
-            "tie_A": {"type": "boolean"},
-            "tie_BC": {"type": "boolean", "description": "one B and C for all channels (S4D-tiedBC)"},
-            "skip": {"type": "boolean"},
-            "mode": {"enum": ["conv", "recurrent"]},
-            "dt_min": {"type": "number", "exclusiveMinimum": 0},
-            "dt_max": {"type": "number", "exclusiveMinimum": 0},
-            "chunk": {"type": ["integer", "null"], "minimum": 1},
-        },
-    }
-
-    def __init__(self, d_model: int, d_state: int = 16, complex: bool = True, tie_A: bool = True,
-                 tie_BC: bool = False, skip: bool = False, mode: str = "conv", dt_min: float = 1e-3,
-                 dt_max: float = 1e-1, chunk: int | None = None, seq_len: int | None = None):
+    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, d_state: PosInt = 16,
+                 complex: bool = True, tie_A: bool = True,
+                 tie_BC: Annotated[bool, Opt(description="one B and C for all channels (S4D-tiedBC)")] = False,
+                 skip: bool = False, mode: Literal["conv", "recurrent"] = "conv", dt_min: PosFloat = 1e-3,
+                 dt_max: PosFloat = 1e-1, chunk: OptPosInt = None):
         super().__init__()
         check_positive_int(d_model=d_model, d_state=d_state)
         if mode not in ("conv", "recurrent"):
@@ -171,23 +164,10 @@ class S4D(_ScanUnit):
 class S6(_ScanUnit):
     """S6 unit: Delta_k = softplus(dt(u_k) + b), B_k = B u_k, C_k = u_k^T C (shared across channels), real A."""
 
-    config_schema = {
-        "type": "object", "additionalProperties": False,
-        "properties": {
-            "d_state": {"type": "integer", "minimum": 1},
-            "dt_rank": {"oneOf": [{"type": "integer", "minimum": 1}, {"const": "auto"}]},
-            "tie_A": {"type": "boolean"},
-            "disc": {"enum": ["zoh", "euler"]},
-            "skip": {"type": "boolean"},
-            "dt_min": {"type": "number", "exclusiveMinimum": 0},
-            "dt_max": {"type": "number", "exclusiveMinimum": 0},
-            "chunk": {"type": ["integer", "null"], "minimum": 1},
-        },
-    }
-
-    def __init__(self, d_model: int, d_state: int = 16, dt_rank: int | str = 1, tie_A: bool = True,
-                 disc: str = "zoh", skip: bool = False, dt_min: float = 1e-3, dt_max: float = 1e-1,
-                 chunk: int | None = None, seq_len: int | None = None):
+    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, d_state: PosInt = 16,
+                 dt_rank: Annotated[int | Literal["auto"], Opt(minimum=1)] = 1, tie_A: bool = True,
+                 disc: Disc = "zoh", skip: bool = False, dt_min: PosFloat = 1e-3, dt_max: PosFloat = 1e-1,
+                 chunk: OptPosInt = None):
         super().__init__()
         check_positive_int(d_model=d_model, d_state=d_state)
         if disc not in ("zoh", "euler"):
@@ -221,25 +201,12 @@ class B2S6(_ScanUnit):
     """B2S6 unit: per block j, Delta = softplus(w_j . u^[j] + b_(j,i)), Bin = B_w^[j] u^[j] + B_bias_(j,i),
     C = u^[j]^T C^[j]; x = exp(Delta A) x + Delta phi1(Delta A) Bin u_(j,i); y = Re(C x)."""
 
-    config_schema = {
-        "type": "object", "additionalProperties": False,
-        "properties": {
-            "blocks": {"type": "integer", "minimum": 1, "description": "h; p = d_model / h"},
-            "d_state": {"type": "integer", "minimum": 1},
-            "complex": {"type": "boolean"},
-            "bias": {"type": "boolean", "description": "per-channel B_bias (False: block-only variant)"},
-            "tie_A": {"type": "boolean"},
-            "disc": {"enum": ["zoh", "euler"]},
-            "skip": {"type": "boolean"},
-            "dt_min": {"type": "number", "exclusiveMinimum": 0},
-            "dt_max": {"type": "number", "exclusiveMinimum": 0},
-            "chunk": {"type": ["integer", "null"], "minimum": 1},
-        },
-    }
-
-    def __init__(self, d_model: int, blocks: int = 8, d_state: int = 16, complex: bool = True, bias: bool = True,
-                 tie_A: bool = True, disc: str = "zoh", skip: bool = False, dt_min: float = 1e-3,
-                 dt_max: float = 1e-1, chunk: int | None = None, seq_len: int | None = None):
+    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None,
+                 blocks: Annotated[int, Opt(minimum=1, description="h; p = d_model / h")] = 8,
+                 d_state: PosInt = 16, complex: bool = True,
+                 bias: Annotated[bool, Opt(description="per-channel B_bias (False: block-only variant)")] = True,
+                 tie_A: bool = True, disc: Disc = "zoh", skip: bool = False, dt_min: PosFloat = 1e-3,
+                 dt_max: PosFloat = 1e-1, chunk: OptPosInt = None):
         super().__init__()
         check_positive_int(d_model=d_model, blocks=blocks, d_state=d_state)
         check_divides("blocks", blocks, "d_model", d_model)
@@ -322,18 +289,8 @@ class MambaBlock(nn.Module):
     """Mamba-1 mixer: y = out_proj(unit(SiLU(conv(x W_x))) * SiLU(x W_z)), d_inner = expand * d_model."""
 
     causal = True
-    config_schema = {
-        "type": "object", "additionalProperties": False,
-        "properties": {
-            "expand": {"type": "integer", "minimum": 1},
-            "d_conv": {"type": "integer", "minimum": 1},
-            "unit": {"enum": list(_UNITS)},
-            "unit_options": {"type": "object"},
-        },
-    }
-
-    def __init__(self, d_model: int, expand: int = 2, d_conv: int = 4, unit: str = "s6",
-                 unit_options: dict | None = None, seq_len: int | None = None):
+    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, expand: PosInt = 2,
+                 d_conv: PosInt = 4, unit: Literal["s6", "s4d", "b2s6"] = "s6", unit_options: dict | None = None):
         super().__init__()
         check_positive_int(d_model=d_model, expand=expand, d_conv=d_conv)
         if unit not in _UNITS:
@@ -344,7 +301,7 @@ class MambaBlock(nn.Module):
         opts.update(unit_options or {})
         self.in_proj = nn.Linear(d_model, 2 * self.d_inner, bias=False)
         self.conv = _CausalDepthwiseConv(self.d_inner, d_conv)
-        self.unit = _UNITS[unit](self.d_inner, **opts)
+        self.unit = _UNITS[unit](self.d_inner, layer_idx=layer_idx, seq_len=seq_len, **opts)
         self.out_proj = nn.Linear(self.d_inner, d_model, bias=False)
 
     @property
@@ -389,24 +346,10 @@ class Mamba2(nn.Module):
     A per head; y = out_proj(RMSNorm(y * SiLU(z)))."""
 
     causal = True
-    config_schema = {
-        "type": "object", "additionalProperties": False,
-        "properties": {
-            "d_state": {"type": "integer", "minimum": 1},
-            "headdim": {"type": "integer", "minimum": 1},
-            "expand": {"type": "integer", "minimum": 1},
-            "ngroups": {"type": "integer", "minimum": 1},
-            "d_conv": {"type": "integer", "minimum": 1},
-            "chunk": {"type": "integer", "minimum": 1},
-            "mode": {"enum": ["chunked", "recurrent"]},
-            "dt_min": {"type": "number", "exclusiveMinimum": 0},
-            "dt_max": {"type": "number", "exclusiveMinimum": 0},
-        },
-    }
-
-    def __init__(self, d_model: int, d_state: int = 64, headdim: int = 32, expand: int = 2, ngroups: int = 1,
-                 d_conv: int = 4, chunk: int = 64, mode: str = "chunked", dt_min: float = 1e-3,
-                 dt_max: float = 1e-1, A_init_range: tuple[float, float] = (1.0, 16.0), seq_len: int | None = None):
+    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, d_state: PosInt = 64,
+                 headdim: PosInt = 32, expand: PosInt = 2, ngroups: PosInt = 1, d_conv: PosInt = 4,
+                 chunk: PosInt = 64, mode: Literal["chunked", "recurrent"] = "chunked", dt_min: PosFloat = 1e-3,
+                 dt_max: PosFloat = 1e-1, A_init_range: tuple[PosFloat, PosFloat] = (1.0, 16.0)):
         super().__init__()
         check_positive_int(d_model=d_model, d_state=d_state, headdim=headdim, expand=expand, ngroups=ngroups,
                            d_conv=d_conv, chunk=chunk)

@@ -4,34 +4,22 @@ The heads paper's students and teachers are single mixers, so its experiments us
 """
 from __future__ import annotations
 
-import inspect
-
 from torch import nn
 
 from .. import registry
+from ..mixers.base import build_mixer
+from ..options import MixerSpec
 
 
 @registry.register_model("bare")
 class BareMixer(nn.Module):
-    config_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {"mixer": {"type": "object", "required": ["name"]}},
-    }
-
-    def __init__(self, task, mixer: dict):
+    def __init__(self, task, *, mixer: MixerSpec):
         super().__init__()
         opts = dict(mixer)
         name = opts.pop("name")
-        cls = registry.get_mixer(name)
-        if "d_in" in inspect.signature(cls.__init__).parameters:
-            self.mixer = cls(d_in=task.d_in, d_out=task.d_out, seq_len=task.seq_len, **opts)
-        else:  # the library's width-preserving mixers (d_model in, d_model out)
-            if task.d_in != task.d_out:
-                raise ValueError(f"mixer {name!r} keeps the width, but the task maps {task.d_in} -> {task.d_out} channels")
-            from ..mixers.base import build_mixer
-
-            self.mixer = build_mixer(name, task.d_in, task.seq_len, **opts)
+        if task.d_out != task.d_in:  # a mixer without a d_out option rejects it by name
+            opts["d_out"] = task.d_out
+        self.mixer = build_mixer(name, task.d_in, seq_len=task.seq_len, **opts)
 
     def forward(self, x):
         return self.mixer(x)

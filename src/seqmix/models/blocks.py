@@ -7,13 +7,16 @@ Mixers that need token ids (learned per-token rotation angles) get them as ``tok
 """
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
 import torch
 from torch import nn
 
 from ..mixers.base import build_mixer
 from ..mixers.sessa import SessaBlock
+from ..options import Opt
 
-BLOCKS = ("residual_mlp", "gated")
+BLOCKS = ("residual_mlp", "gated")  # = typing.get_args(BlockKind)
 
 
 class RMSNorm(nn.Module):
@@ -60,29 +63,24 @@ def mixer_kwargs(mixer: nn.Module, tokens: torch.Tensor | None, lengths: torch.T
 
 def make_blocks(d_model: int, n_layers: int, mixer: dict, block: str, mlp_hidden: int, norm: str,
                 seq_len: int | None, vocab_size: int | None) -> nn.ModuleList:
+    """n_layers blocks around the mixer ``mixer`` ({"name": ..., **options}); layer l's mixer gets
+    ``layer_idx=l`` and the model's facts (vocab_size), and derives what it needs from them itself."""
     if block not in BLOCKS:
         raise ValueError(f"block must be one of {BLOCKS}, got {block!r}")
     opts = dict(mixer)
     name = opts.pop("name")
     blocks = []
     for layer in range(n_layers):
-        o = dict(opts)
-        if name.startswith("so2_learned") and "vocab_size" not in o and vocab_size is not None:
-            o["vocab_size"] = vocab_size  # per-token angle tables (rotations spec M5/M6)
-        m = build_mixer(name, d_model, seq_len, **o)
-        if hasattr(m, "angle_seed"):  # random rotation steps are i.i.d. across layers (rotations spec M3/M4)
-            m.angle_seed = m.angle_seed + 7919 * layer
+        m = build_mixer(name, d_model, layer_idx=layer, seq_len=seq_len, model_facts={"vocab_size": vocab_size},
+                        **opts)
         blocks.append(SessaBlock(d_model, m) if block == "gated" else ResidualBlock(d_model, m, mlp_hidden, norm))
     return nn.ModuleList(blocks)
 
 
-# Config-schema properties every residual stack (decoder LM, sequence classifier) shares.
-STACK_PROPERTIES = {
-    "d_model": {"type": "integer", "minimum": 1},
-    "n_layers": {"type": "integer", "minimum": 1},
-    "mixer": {"type": "object", "required": ["name"]},
-    "block": {"enum": list(BLOCKS)},
-    "mlp_ratio": {"type": "number", "minimum": 0},
-    "mlp_hidden": {"type": ["integer", "null"], "minimum": 0},
-    "norm": {"enum": ["layernorm", "rmsnorm"]},
-}
+# The typed options every residual stack (decoder LM, sequence classifier) shares: both models' signatures use
+# these, so their generated schemas carry the same constraints.
+BlockKind = Literal["residual_mlp", "gated"]
+NormKind = Literal["layernorm", "rmsnorm"]
+MlpRatio = Annotated[float, Opt(minimum=0)]
+MlpHidden = Annotated[int | None, Opt(minimum=0)]
+

@@ -16,11 +16,13 @@ y_t = sum_s P_s A_st / outdeg_s; then sum_i a_i u_{t_i} = U y. Per-edge weights 
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 import torch
 from torch import nn
 
 from .. import registry
+from ..options import Opt, PosInt
 
 EPS = 1e-12
 
@@ -89,22 +91,13 @@ def edge_attention(z: torch.Tensor, adj: torch.Tensor, keys: torch.Tensor, scale
 
 @registry.register_model("cascade")
 class CascadeTransformer(nn.Module):
-    config_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "d_mlp": {"type": "integer", "minimum": 1},
-            "ln": {"type": "boolean", "description": "parameter-free L2 LayerNorm after each layer"},
-            "residual": {"type": "boolean"},
-            "mlp": {"type": "boolean"},
-            "tie_layers": {"type": "boolean", "description": "one set of weights for every layer"},
-            "qk_init_std": {"type": ["number", "null"], "exclusiveMinimum": 0},
-            "heads": {"type": "integer", "minimum": 1, "description": "attention heads per layer (App. J); must divide d"},
-        },
-    }
-
-    def __init__(self, task, d_mlp: int = 256, ln: bool = True, residual: bool = True, mlp: bool = True,
-                 tie_layers: bool = False, qk_init_std: float | None = None, heads: int = 1):
+    def __init__(self, task, *, d_mlp: PosInt = 256,
+                 ln: Annotated[bool, Opt(description="parameter-free L2 LayerNorm after each layer")] = True,
+                 residual: bool = True, mlp: bool = True,
+                 tie_layers: Annotated[bool, Opt(description="one set of weights for every layer")] = False,
+                 qk_init_std: Annotated[float | None, Opt(exclusive_minimum=0)] = None,
+                 heads: Annotated[int, Opt(minimum=1, description="attention heads per layer (App. J); must "
+                                           "divide d")] = 1):
         super().__init__()
         if task.d % heads:
             raise ValueError(f"cascade: heads = {heads} must divide d = {task.d}")

@@ -8,30 +8,23 @@ For bidirectional LRA models use the ``bidirectional`` mixer; ``lengths`` reache
 """
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
 import torch
 from torch import nn
 
 from .. import registry
-from .blocks import STACK_PROPERTIES, make_blocks, make_norm, mixer_kwargs
+from ..options import MixerSpec, Opt, OptPosInt, PosInt
+from .blocks import BlockKind, MlpHidden, MlpRatio, NormKind, make_blocks, make_norm, mixer_kwargs
 
 
 @registry.register_model("sequence_classifier")
 class SequenceClassifier(nn.Module):
-    config_schema = {
-        "type": "object", "additionalProperties": False, "required": ["d_model", "n_layers", "mixer"],
-        "properties": {
-            **STACK_PROPERTIES,
-            "pooling": {"enum": ["mean", "last"]},
-            "vocab_size": {"type": ["integer", "null"], "minimum": 1},
-            "d_in": {"type": ["integer", "null"], "minimum": 1},
-            "num_classes": {"type": ["integer", "null"], "minimum": 2},
-        },
-    }
-
-    def __init__(self, task=None, *, d_model: int, n_layers: int, mixer: dict, block: str = "residual_mlp",
-                 mlp_ratio: float = 4.0, mlp_hidden: int | None = None, norm: str = "layernorm",
-                 pooling: str = "mean", vocab_size: int | None = None, d_in: int | None = None,
-                 num_classes: int | None = None):
+    def __init__(self, task=None, *, d_model: PosInt, n_layers: PosInt, mixer: MixerSpec,
+                 block: BlockKind = "residual_mlp", mlp_ratio: MlpRatio = 4.0, mlp_hidden: MlpHidden = None,
+                 norm: NormKind = "layernorm", pooling: Literal["mean", "last"] = "mean",
+                 vocab_size: OptPosInt = None, d_in: OptPosInt = None,
+                 num_classes: Annotated[int | None, Opt(minimum=2)] = None):
         super().__init__()
         V = vocab_size if vocab_size is not None else getattr(task, "vocab_size", None)
         d_in = d_in if d_in is not None else (None if V is not None else getattr(task, "d_in", None))

@@ -13,23 +13,15 @@ import torch
 from torch import nn
 
 from .. import registry
-from .blocks import STACK_PROPERTIES, make_blocks, make_norm, mixer_kwargs
+from ..options import MixerSpec, OptPosInt, PosInt
+from .blocks import BlockKind, MlpHidden, MlpRatio, NormKind, make_blocks, make_norm, mixer_kwargs
 
 
 @registry.register_model("decoder_lm")
 class DecoderLM(nn.Module):
-    config_schema = {
-        "type": "object", "additionalProperties": False, "required": ["d_model", "n_layers", "mixer"],
-        "properties": {
-            **STACK_PROPERTIES,
-            "tie_embeddings": {"type": "boolean"},
-            "vocab_size": {"type": ["integer", "null"], "minimum": 1},
-        },
-    }
-
-    def __init__(self, task=None, *, d_model: int, n_layers: int, mixer: dict, block: str = "residual_mlp",
-                 mlp_ratio: float = 4.0, mlp_hidden: int | None = None, norm: str = "layernorm",
-                 tie_embeddings: bool = True, vocab_size: int | None = None):
+    def __init__(self, task=None, *, d_model: PosInt, n_layers: PosInt, mixer: MixerSpec,
+                 block: BlockKind = "residual_mlp", mlp_ratio: MlpRatio = 4.0, mlp_hidden: MlpHidden = None,
+                 norm: NormKind = "layernorm", tie_embeddings: bool = True, vocab_size: OptPosInt = None):
         super().__init__()
         V = vocab_size if vocab_size is not None else getattr(task, "vocab_size", None)
         if V is None:

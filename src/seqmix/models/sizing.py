@@ -8,7 +8,7 @@ the best is not within ``tol`` (relative) of the target.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import torch
 from torch import nn

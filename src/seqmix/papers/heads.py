@@ -166,13 +166,13 @@ def check_t2_t3(ks: list[int], ns: list[int]) -> list[dict]:
             V, alpha = exact_construction(W, k)
             err = lambda a: float((student_operator(V, a) - K).abs().max())  # noqa: E731
             rows.append(_row("T2", "construction_err", err(alpha), 0.0, EXACT_TOL, "le", k=k, n=n))
-            m = FactorizedLinearAttention(d_in=k, d_out=k, seq_len=n, heads=k, r=n).double()
+            m = FactorizedLinearAttention(k, seq_len=n, heads=k, r=n).double()
             with torch.no_grad():
                 m.V.copy_(V)
                 m.Phi.copy_(torch.eye(n, dtype=torch.float64).expand(k, n, n))
                 m.Psi.copy_(alpha.transpose(1, 2))
                 x = torch.randn(4, n, k, generator=torch.Generator().manual_seed(k * 1000 + n), dtype=torch.float64)
-                fwd = float((m(x) - RotationTeacher(k, n, dtype=torch.float64).targets(x)).abs().max())
+                fwd = float((m(x) - RotationTeacher(k=k, n=n, dtype=torch.float64).targets(x)).abs().max())
             rows.append(_row("T2", "construction_forward_err", fwd, 0.0, EXACT_TOL, "le", k=k, n=n))
             Phi, Psi, ranks = rank_refined_features(alpha)
             rows.append(_row("T2", "rank_refined_err", err(torch.einsum("hir,hjr->hij", Phi, Psi) * tril), 0.0,
@@ -197,7 +197,7 @@ def check_t4(T: int = 100, lags: tuple[int, ...] = (0, 1, 9, 49, 99), d: int = 6
     rows = []
     for variant, kw in (("default", {}), ("rho0.9", {"init": "orthogonal", "rho": 0.9})):
         torch.manual_seed(0)
-        ssm = LinearSSM(d, d, state=d, **kw).double()
+        ssm = LinearSSM(d, state=d, **kw).double()
         x = torch.randn(2, T, d, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
         Js = output_jacobians(last_output(ssm), x)  # dy_{T-1}/dx_t for every t: (2, d, T, d)
         rel, ratio = [], []

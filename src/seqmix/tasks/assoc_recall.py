@@ -11,10 +11,12 @@ Token ids: keys 0..keys-1, values keys..keys+values-1. Every batch is a pure fun
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 import torch
 import torch.nn.functional as F
 
+from ..options import NonNegInt, Opt, PosInt
 from ..registry import register_task
 from .base import Task, counter_generator
 
@@ -23,19 +25,8 @@ IGNORE = -100
 
 @register_task("assoc_recall")
 class AssocRecall(Task):
-    config_schema = {
-        "type": "object", "additionalProperties": False,
-        "properties": {
-            "pairs": {"type": "integer", "minimum": 1},
-            "keys": {"type": "integer", "minimum": 1},
-            "values": {"type": "integer", "minimum": 2},
-            "test_size": {"type": "integer", "minimum": 1},
-            "test_seed": {"type": "integer", "minimum": 0},
-        },
-    }
-
-    def __init__(self, pairs: int = 4, keys: int = 16, values: int = 16, test_size: int = 256,
-                 test_seed: int = 4321, dtype: torch.dtype = torch.float32):
+    def __init__(self, *, pairs: PosInt = 4, keys: PosInt = 16, values: Annotated[int, Opt(minimum=2)] = 16,
+                 test_size: PosInt = 256, test_seed: NonNegInt = 4321, dtype: torch.dtype = torch.float32):
         if keys < pairs:
             raise ValueError(f"keys={keys} must be >= pairs={pairs} (keys within a sequence are distinct)")
         self.pairs, self.keys, self.values = pairs, keys, values

@@ -16,29 +16,23 @@ Model-specific closed forms, when the mixer has them:
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 import torch
 
+from ..options import Opt, PosInt
 from ..registry import register_task
 from .base import Task, counter_generator
 
 
 @register_task("lag_sensitivity")
 class LagSensitivity(Task):
-    config_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "d": {"type": "integer", "minimum": 1, "description": "token width"},
-            "T": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1},
-                  "description": "sequence lengths measured"},
-            "T_extra": {"type": "array", "items": {"type": "integer", "minimum": 1},
-                        "description": "more lengths for this variant only (the extended attention grid)"},
-            "draws": {"type": "integer", "minimum": 1, "description": "input sequences per (model seed, T)"},
-        },
-    }
-
-    def __init__(self, d: int = 64, T: list[int] | None = None, T_extra: list[int] | None = None, draws: int = 16,
+    def __init__(self, *, d: Annotated[int, Opt(minimum=1, description="token width")] = 64,
+                 T: Annotated[list[PosInt] | None, Opt(extra={"minItems": 1},
+                                                         description="sequence lengths measured")] = None,
+                 T_extra: Annotated[list[PosInt] | None, Opt(description="more lengths for this variant only "
+                                                               "(the extended attention grid)")] = None,
+                 draws: Annotated[int, Opt(minimum=1, description="input sequences per (model seed, T)")] = 16,
                  dtype: torch.dtype = torch.float64):
         grid = sorted(set(T or [10, 20, 30, 40, 50, 60, 70, 80, 90, 100]) | set(T_extra or []))
         if d < 1 or draws < 1 or not grid or grid[0] < 1:

@@ -22,17 +22,21 @@ import functools
 import hashlib
 import logging
 import os
+import typing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Literal
 
 import torch
 
+from ..options import NonNegInt, Opt, PosInt
 from ..registry import register_task
 from .base import Task, counter_generator
 
 log = logging.getLogger("seqmix.reachability")
 
-LOSSES = ("sup", "node", "e2e_cos", "e2e_ce", "composite_sup", "composite_node")
+Loss = Literal["sup", "node", "e2e_cos", "e2e_ce", "composite_sup", "composite_node"]
+LOSSES = typing.get_args(Loss)
 
 
 @dataclass
@@ -215,34 +219,20 @@ class Reachability(Task):
     """Reachability by superposition (frontier-superposition paper). ``batch`` returns (x, y) with
     x = (adj, root) and y the GraphBatch; the model maps x to its slots."""
 
-    config_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["n", "p", "L"],
-        "properties": {
-            "n": {"type": "integer", "minimum": 2, "description": "nodes"},
-            "p": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "description": "edge probability"},
-            "L": {"type": "integer", "minimum": 1, "description": "cascade layers = hops (slots z_0..z_L)"},
-            "d": {"type": "integer", "minimum": 1, "description": "embedding width"},
-            "embed": {"enum": ["orthonormal_fixed", "random_gaussian_normalised"]},
-            "embed_seed": {"type": "integer", "minimum": 0},
-            "set_semantics": {"enum": ["cumulative", "exact"]},
-            "min_final_reach": {"type": "integer", "minimum": 0},
-            "loss": {"enum": list(LOSSES)},
-            "supervised_slots": {"enum": ["all", "intermediate"]},
-            "eval_size": {"type": "integer", "minimum": 1},
-            "eval_seed": {"type": "integer", "minimum": 0},
-            "diag_size": {"type": "integer", "minimum": 1, "description": "instances per in-training evaluation"},
-            "node_logit_scale": {"type": ["number", "null"], "exclusiveMinimum": 0,
-                                 "description": "init of a learnable readout-softmax scale for the node and CE "
-                                                "losses (spec U9); null = none, as in §3"},
-        },
-    }
-
-    def __init__(self, n: int, p: float, L: int, d: int = 64, embed: str = "orthonormal_fixed", embed_seed: int = 0,
-                 set_semantics: str = "cumulative", min_final_reach: int = 0, loss: str = "sup",
-                 supervised_slots: str = "all", eval_size: int = 1024, eval_seed: int = 10000,
-                 diag_size: int | None = None, node_logit_scale: float | None = None,
+    def __init__(self, *, n: Annotated[int, Opt(minimum=2, description="nodes")],
+                 p: Annotated[float, Opt(exclusive_minimum=0, maximum=1, description="edge probability")],
+                 L: Annotated[int, Opt(minimum=1, description="cascade layers = hops (slots z_0..z_L)")],
+                 d: Annotated[int, Opt(minimum=1, description="embedding width")] = 64,
+                 embed: Literal["orthonormal_fixed", "random_gaussian_normalised"] = "orthonormal_fixed",
+                 embed_seed: NonNegInt = 0, set_semantics: Literal["cumulative", "exact"] = "cumulative",
+                 min_final_reach: NonNegInt = 0, loss: Loss = "sup",
+                 supervised_slots: Literal["all", "intermediate"] = "all", eval_size: PosInt = 1024,
+                 eval_seed: NonNegInt = 10000,
+                 diag_size: Annotated[int | None, Opt(minimum=1, description="instances per in-training "
+                                                      "evaluation")] = None,
+                 node_logit_scale: Annotated[float | None, Opt(
+                     exclusive_minimum=0, description="init of a learnable readout-softmax scale for the node and "
+                     "CE losses (spec U9); null = none, as in §3")] = None,
                  dtype: torch.dtype = torch.float32):
         if loss not in LOSSES:
             raise ValueError(f"unknown loss {loss!r}; known: {', '.join(LOSSES)}")

@@ -8,9 +8,11 @@ raise the H >= k error floor, spec §2.3.1).
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 import torch
 
+from ..options import NonNegInt, Opt, PosInt
 from ..registry import register_task
 from .base import Task, counter_generator
 
@@ -50,21 +52,10 @@ def teacher_operator(k: int, n: int, rho: float = 1.0) -> torch.Tensor:
 
 @register_task("rotation_teacher")
 class RotationTeacher(Task):
-    config_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["k", "n"],
-        "properties": {
-            "k": {"type": "integer", "minimum": 2, "multipleOf": 2, "description": "interaction rank (even)"},
-            "n": {"type": "integer", "minimum": 1, "description": "sequence length"},
-            "rho": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-            "test_size": {"type": "integer", "minimum": 1},
-            "test_seed": {"type": "integer", "minimum": 0},
-        },
-    }
-
-    def __init__(self, k: int, n: int, rho: float = 1.0, test_size: int = 1024, test_seed: int = 1234,
-                 dtype: torch.dtype = torch.float32):
+    def __init__(self, *, k: Annotated[int, Opt(minimum=2, multiple_of=2, description="interaction rank (even)")],
+                 n: Annotated[int, Opt(minimum=1, description="sequence length")],
+                 rho: Annotated[float, Opt(exclusive_minimum=0, maximum=1)] = 1.0, test_size: PosInt = 1024,
+                 test_seed: NonNegInt = 1234, dtype: torch.dtype = torch.float32):
         if k < 2 or k % 2:
             raise ValueError(f"k must be an even integer >= 2, got {k}")
         if n < 1:

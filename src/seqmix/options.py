@@ -1,0 +1,185 @@
+"""A component's options, declared once: the typed keyword-only signature of its ``__init__``.
+
+Constraints sit beside the type with ``typing.Annotated`` and an :class:`Opt` marker::
+
+    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None,
+                 heads: PosInt = 4, mode: Literal["conv", "recurrent"] = "conv",
+                 rho: Annotated[float | None, Opt(exclusive_minimum=0)] = None): ...
+
+``options_schema(cls)`` generates the JSON schema a config block is validated against (one property per
+keyword-only parameter, its default recorded, parameters without a default required); the config loader and
+``build_mixer`` read it, so a default or a bound is written in exactly one place.
+
+Type mapping: bool -> boolean, int -> integer, float -> number, str -> string, ``Literal[...]`` -> enum,
+``X | None`` -> adds null, ``dict`` -> object, ``list[X]``/``tuple[X, ...]`` -> array of X, other unions -> anyOf.
+"""
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, Union
+
+# Parameters of the constructor contracts, not options a config sets: a mixer's position and length come from
+# its model, a task's dtype from the runtime.
+CONTRACT = ("layer_idx", "seq_len", "dtype")
+
+
+@dataclass(frozen=True, eq=False)  # hashed by identity: Annotated metadata must be hashable
+class Opt:
+    """Constraints of one option, as JSON-schema keywords (``extra`` adds any other keyword verbatim)."""
+
+    minimum: float | None = None
+    maximum: float | None = None
+    exclusive_minimum: float | None = None
+    exclusive_maximum: float | None = None
+    multiple_of: float | None = None
+    description: str | None = None
+    extra: dict = field(default_factory=dict)
+    component: str | None = None  # the value names a registered component of this kind ({"name": ...})
+
+    def keywords(self) -> dict:
+        names = {"minimum": "minimum", "maximum": "maximum", "exclusive_minimum": "exclusiveMinimum",
+                 "exclusive_maximum": "exclusiveMaximum", "multiple_of": "multipleOf"}
+        out = {v: getattr(self, k) for k, v in names.items() if getattr(self, k) is not None}
+        return {**out, **self.extra}
+
+
+# The few constrained types most options use.
+PosInt = Annotated[int, Opt(minimum=1)]
+NonNegInt = Annotated[int, Opt(minimum=0)]
+PosFloat = Annotated[float, Opt(exclusive_minimum=0)]
+OptPosInt = Annotated[int | None, Opt(minimum=1)]
+MixerSpec = Annotated[dict, Opt(extra={"required": ["name"]}, component="mixer",
+                                description="a registered mixer: its name and its options")]
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    annotation: Any
+    default: Any  # inspect.Parameter.empty when required
+
+    @property
+    def required(self) -> bool:
+        return self.default is inspect.Parameter.empty
+
+
+def declared_options(cls: type) -> list[Option]:
+    """The options of ``cls``: the keyword-only parameters of its ``__init__`` (contract parameters left
+    out), minus those a preset fixes (``fixed_options``, set by ``mixers.base.register_preset``)."""
+    fixed = cls.__dict__.get("fixed_options")
+    if fixed is not None:
+        return [o for o in declared_options(cls.__mro__[1]) if o.name not in fixed]
+    return _keyword_options(cls.__init__, cls.__qualname__)
+
+
+def _keyword_options(fn: Any, who: str) -> list[Option]:
+    hints = typing.get_type_hints(fn, include_extras=True)
+    out = []
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind is not inspect.Parameter.KEYWORD_ONLY or p.name in CONTRACT:
+            continue
+        if p.name not in hints:
+            raise TypeError(f"{who}: option {p.name!r} has no type annotation")
+        out.append(Option(p.name, hints[p.name], p.default))
+    return out
+
+
+def option_names(cls: type) -> list[str]:
+    return [o.name for o in declared_options(cls)]
+
+
+def options_schema(cls: type) -> dict:
+    """The JSON schema (draft 2020-12) of the options a config may give ``cls``, generated from its signature."""
+    return _schema(declared_options(cls))
+
+
+def _schema(options: list[Option]) -> dict:
+    props, required = {}, []
+    for o in options:
+        s = type_schema(o.annotation)
+        if o.required:
+            required.append(o.name)
+        elif _jsonable(o.default):
+            s["default"] = list(o.default) if isinstance(o.default, tuple) else o.default
+        props[o.name] = s
+    schema = {"type": "object", "additionalProperties": False, "properties": props}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def component_options(cls: type) -> dict[str, str]:
+    """{option: component kind} for the options whose value names a registered component (MixerSpec)."""
+    out = {}
+    for o in declared_options(cls):
+        meta = typing.get_args(o.annotation)[1:] if typing.get_origin(o.annotation) is Annotated else ()
+        kinds = [m.component for m in meta if isinstance(m, Opt) and m.component]
+        if kinds:
+            out[o.name] = kinds[0]
+    return out
+
+
+def defaults(cls: type) -> dict:
+    """{option: default} for every option that has one."""
+    return {o.name: o.default for o in declared_options(cls) if not o.required}
+
+
+def type_schema(tp: Any) -> dict:
+    """The JSON schema of one annotation (constraints from ``Annotated[..., Opt(...)]`` included)."""
+    opts: list[Opt] = []
+    if typing.get_origin(tp) is Annotated:
+        tp, *meta = typing.get_args(tp)
+        opts = [m for m in meta if isinstance(m, Opt)]
+    schema = _bare_schema(tp)
+    for o in opts:
+        kw = o.keywords()
+        if "anyOf" in schema:  # numeric bounds apply to the numeric alternatives only
+            bounds = {k: v for k, v in kw.items() if k in _NUMERIC}
+            for alt in schema["anyOf"]:
+                if alt.get("type") in ("integer", "number"):
+                    alt.update(bounds)
+            kw = {k: v for k, v in kw.items() if k not in _NUMERIC}
+        schema.update(kw)
+        if o.description:
+            schema["description"] = o.description
+    return schema
+
+
+_NUMERIC = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+_SCALARS = {bool: "boolean", int: "integer", float: "number", str: "string", dict: "object"}
+
+
+def _bare_schema(tp: Any) -> dict:
+    if tp in _SCALARS:
+        return {"type": _SCALARS[tp]}
+    if tp is Any:
+        return {}
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is Literal:
+        return {"enum": list(args)}
+    if origin in (list, tuple):
+        items = [a for a in args if a is not Ellipsis]
+        s: dict = {"type": "array"}
+        if items and len(set(items)) == 1:
+            s["items"] = type_schema(items[0])
+        if origin is tuple and Ellipsis not in args:
+            s["minItems"] = s["maxItems"] = len(args)
+        return s
+    if origin is dict:
+        return {"type": "object"}
+    if origin in (Union, types.UnionType):
+        members = [a for a in args if a is not type(None)]
+        nullable = len(members) < len(args)
+        if len(members) == 1 and members[0] in _SCALARS:
+            return {"type": [_SCALARS[members[0]], "null"] if nullable else _SCALARS[members[0]]}
+        alts = [_bare_schema(a) for a in members] + ([{"type": "null"}] if nullable else [])
+        return {"anyOf": alts}
+    raise TypeError(f"no JSON schema for the option type {tp!r}")
+
+
+def _jsonable(v: Any) -> bool:
+    return v is None or isinstance(v, (bool, int, float, str)) or (
+        isinstance(v, (list, tuple)) and all(_jsonable(x) for x in v))
