@@ -19,19 +19,24 @@ class BareMixer(nn.Module):
         "properties": {"mixer": {"type": "object", "required": ["name"]}},
     }
 
-    def __init__(self, task, mixer: dict):
+    def __init__(self, d_in: int, d_out: int, seq_len: int, mixer: dict):
+        """Sizes come from the task (``Task.model_inputs``); ``mixer`` is the config's {"name": ..., options}."""
         super().__init__()
         opts = dict(mixer)
         name = opts.pop("name")
         cls = registry.get_mixer(name)
         if "d_in" in inspect.signature(cls.__init__).parameters:
-            self.mixer = cls(d_in=task.d_in, d_out=task.d_out, seq_len=task.seq_len, **opts)
+            self.mixer = cls(d_in=d_in, d_out=d_out, seq_len=seq_len, **opts)
         else:  # the library's width-preserving mixers (d_model in, d_model out)
-            if task.d_in != task.d_out:
-                raise ValueError(f"mixer {name!r} keeps the width, but the task maps {task.d_in} -> {task.d_out} channels")
+            if d_in != d_out:
+                raise ValueError(f"mixer {name!r} keeps the width, but the task maps {d_in} -> {d_out} channels")
             from ..mixers.base import build_mixer
 
-            self.mixer = build_mixer(name, task.d_in, task.seq_len, **opts)
+            self.mixer = build_mixer(name, d_in, seq_len, **opts)
+
+    def sole_mixer(self) -> nn.Module:
+        """The mixer this model consists of (capabilities.SoleMixer)."""
+        return self.mixer
 
     def forward(self, x):
         return self.mixer(x)

@@ -28,24 +28,24 @@ class SequenceClassifier(nn.Module):
         },
     }
 
-    def __init__(self, task=None, *, d_model: int, n_layers: int, mixer: dict, block: str = "residual_mlp",
+    def __init__(self, *, d_model: int, n_layers: int, mixer: dict, block: str = "residual_mlp",
                  mlp_ratio: float = 4.0, mlp_hidden: int | None = None, norm: str = "layernorm",
                  pooling: str = "mean", vocab_size: int | None = None, d_in: int | None = None,
-                 num_classes: int | None = None):
+                 num_classes: int | None = None, d_out: int | None = None, seq_len: int | None = None):
         super().__init__()
-        V = vocab_size if vocab_size is not None else getattr(task, "vocab_size", None)
-        d_in = d_in if d_in is not None else (None if V is not None else getattr(task, "d_in", None))
-        K = num_classes if num_classes is not None else getattr(task, "num_classes", getattr(task, "d_out", None))
+        V = vocab_size
+        d_in = None if V is not None else d_in  # token ids win over a continuous width
+        K = num_classes if num_classes is not None else d_out  # a task's d_out is its number of classes
         if V is None and d_in is None:
             raise ValueError("vocab_size or d_in: the classifier needs one (token ids or continuous inputs)")
         if K is None:
-            raise ValueError("num_classes: give it or pass a task with num_classes")
+            raise ValueError("num_classes: give it in the config or build from a task (Task.model_inputs)")
         if pooling not in ("mean", "last"):
             raise ValueError(f"pooling must be 'mean' or 'last', got {pooling!r}")
         self.pooling = pooling
         self.encoder = nn.Embedding(V, d_model) if V is not None else nn.Linear(d_in, d_model)
         hidden = int(round(mlp_ratio * d_model)) if mlp_hidden is None else mlp_hidden
-        self.blocks = make_blocks(d_model, n_layers, mixer, block, hidden, norm, getattr(task, "seq_len", None), V)
+        self.blocks = make_blocks(d_model, n_layers, mixer, block, hidden, norm, seq_len, V)
         self.norm = make_norm(norm, d_model)
         self.head = nn.Linear(d_model, K)
 

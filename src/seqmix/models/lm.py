@@ -3,7 +3,7 @@
 
     tokens: (B, L) int64 -> logits: (B, L, vocab)
 
-Built from a mixer name + sizes: ``DecoderLM(task, d_model=64, n_layers=2, mixer={"name": "sessa", "heads": 4},
+Built from a mixer name + sizes: ``DecoderLM(**task.model_inputs(), d_model=64, n_layers=2, mixer={"name": "sessa", "heads": 4},
 block="gated")``. ``optimizer_groups`` collects the mixers' own parameter groups (B2S6) and puts the rest in
 one default group.
 """
@@ -27,14 +27,13 @@ class DecoderLM(nn.Module):
         },
     }
 
-    def __init__(self, task=None, *, d_model: int, n_layers: int, mixer: dict, block: str = "residual_mlp",
+    def __init__(self, *, d_model: int, n_layers: int, mixer: dict, block: str = "residual_mlp",
                  mlp_ratio: float = 4.0, mlp_hidden: int | None = None, norm: str = "layernorm",
-                 tie_embeddings: bool = True, vocab_size: int | None = None):
+                 tie_embeddings: bool = True, vocab_size: int | None = None, seq_len: int | None = None):
         super().__init__()
-        V = vocab_size if vocab_size is not None else getattr(task, "vocab_size", None)
+        V = vocab_size
         if V is None:
-            raise ValueError("vocab_size: give it or pass a task with a vocab_size")
-        seq_len = getattr(task, "seq_len", None)
+            raise ValueError("vocab_size: give it in the config or build from a token task (Task.model_inputs)")
         self.vocab_size, self.d_model = V, d_model
         self.mlp_hidden = int(round(mlp_ratio * d_model)) if mlp_hidden is None else mlp_hidden
         self.embed = nn.Embedding(V, d_model)

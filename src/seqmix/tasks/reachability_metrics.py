@@ -13,8 +13,10 @@ import math
 
 import torch
 
-from .base import counter_generator
-from .reachability import GraphBatch, cosine, ideal_targets, supervision_loss
+from ..capabilities import LayerwiseEdgeAttention
+from ..graphs import GraphBatch
+from ..rng import counter_generator
+from .reachability_losses import cosine, ideal_targets, supervision_loss
 
 
 def lemma18_cos(x: torch.Tensor, k: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
@@ -50,8 +52,16 @@ def _nanmean(x: torch.Tensor) -> float:
     return float(x.mean()) if x.numel() else float("nan")
 
 
+def _require_internals(model) -> None:
+    if not isinstance(model, LayerwiseEdgeAttention):
+        raise TypeError(f"reachability metrics read per-layer attention internals; {type(model).__name__} does not "
+                        "implement seqmix.capabilities.LayerwiseEdgeAttention")
+
+
 def cascade_diagnostics(task, model, b: GraphBatch, grad_norms: bool = True) -> dict:
-    U = model.U.to(b.adj.dtype)
+    """The §2.7 quantities of ``model`` on batch ``b`` (module docstring); U is the task's fixed embedding."""
+    _require_internals(model)
+    U = task.U.to(b.adj.dtype)
     n, L, d = task.n, task.L, task.d
     x = (b.adj, b.root)
     out: dict[str, float] = {}
@@ -101,13 +111,13 @@ def cascade_diagnostics(task, model, b: GraphBatch, grad_norms: bool = True) -> 
             out[f"A_l{c}"], out[f"B_l{c}"] = float(slope), float(ym - slope * xm)
         else:
             out[f"A_l{c}"] = out[f"B_l{c}"] = float("nan")
-        lay = model.layer(c)
         with torch.no_grad():
-            Mqk = U.T @ lay.w_qk().to(U.dtype) @ U
-            Mov = U.T @ lay.w_ov().to(U.dtype) @ U
+            w_qk, w_ov = model.attention_maps(c)
+            Mqk = U.T @ w_qk.to(U.dtype) @ U
+            Mov = U.T @ w_ov.to(U.dtype) @ U
         out[f"gamma_l{c}"] = float(torch.trace(Mqk)) / n
         out[f"gamma_scaled_l{c}"] = out[f"gamma_l{c}"] / math.sqrt(d)
-        out[f"qk_specnorm_l{c}"] = float(torch.linalg.matrix_norm(lay.w_qk().detach().double(), ord=2))
+        out[f"qk_specnorm_l{c}"] = float(torch.linalg.matrix_norm(w_qk.double(), ord=2))
         out[f"alpha_l{c}"] = float(torch.trace(Mov)) / n
         for name, M in (("qk", Mqk), ("ov", Mov)):
             for key, val in sn_projection(M).items():
@@ -148,7 +158,8 @@ def cascade_diagnostics(task, model, b: GraphBatch, grad_norms: bool = True) -> 
 
 def layer_grad_norms(task, model, b: GraphBatch) -> dict:
     """||∂L/∂θ_c|| of the training loss on the batch, per layer (torch.autograd.grad: no .grad side effects)."""
-    params = [list(model.layers[i].parameters()) for i in range(len(model.layers))]
+    _require_internals(model)
+    params = model.layer_parameters()
     flat = [p for ps in params for p in ps]
     with torch.enable_grad():
         loss = task.loss(model((b.adj, b.root)), b)

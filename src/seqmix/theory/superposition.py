@@ -10,7 +10,8 @@ import math
 
 import torch
 
-from ..tasks.base import counter_generator
+from ..graphs import sample_graphs, source_softmax
+from ..rng import counter_generator
 
 F64 = torch.float64
 
@@ -276,8 +277,6 @@ def ladder_thresholds(rows: list[dict], delta: float = 0.1) -> dict[int, float]:
 def wemb_forward(W: torch.Tensor, adj: torch.Tensor, root: torch.Tensor, alphas, d: int) -> list[torch.Tensor]:
     """Reduced model with a full logit matrix per layer: logit_s = z^T W_c e_s / sqrt(d) (U = I_n), OV = α_c I,
     residual + L2 norm. W (L, n, n); adj (B, n, n)."""
-    from ..models.cascade import source_softmax
-
     B, n, _ = adj.shape
     outdeg = adj.sum(-1)
     z = torch.zeros(B, n, dtype=F64)
@@ -320,8 +319,6 @@ def conjecture_d(points: int, n: int = 50, np_: float = 2.0, L: int = 3, d: int 
                  perturb: float = 0.01, seed: int = 0) -> list[dict]:
     """App. H.5: R(γ) = ||(∇L)_off||_F / ||(∇L)_diag||_F at W^emb = γ(I - J/n) (+ a small relative perturbation),
     γ log-uniform in [1e-2, γ_sat]; one fresh batch of graphs per point; per layer and all layers together."""
-    from ..tasks.reachability import sample_graphs
-
     k = [sum(np_ ** j for j in range(c + 1)) for c in range(L + 1)]
     alphas = [(k[c + 1] - k[c]) / math.sqrt(k[c]) for c in range(L)]
     gsat = gamma_sat(d, np_ ** (L - 1), n)
@@ -347,8 +344,6 @@ def diagonal_advantage(n: int = 50, np_: float = 2.0, L: int = 3, d: int = 64, b
                        seed: int = 0) -> dict:
     """App. H.1: Monte-Carlo population gradient of L_sup w.r.t. W^emb at W = 0 (all layers), summed over
     layers; signed ratio |mean diag| / |mean off-diag|, entrywise |.| ratio, and the I / J coefficients."""
-    from ..tasks.reachability import sample_graphs
-
     k = [sum(np_ ** j for j in range(c + 1)) for c in range(L + 1)]
     alphas = [(k[c + 1] - k[c]) / math.sqrt(k[c]) for c in range(L)]
     g = counter_generator("superposition/diag-adv", n, np_, L, seed)
