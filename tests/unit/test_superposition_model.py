@@ -7,8 +7,10 @@ import pytest
 import torch
 
 from seqmix.models.cascade import CascadeTransformer, edge_attention, params_per_layer
-from seqmix.tasks.base import counter_generator
-from seqmix.tasks.reachability import Reachability, ideal_targets, sample_graphs, supervision_loss
+from seqmix.graphs import sample_graphs
+from seqmix.rng import counter_generator
+from seqmix.tasks.reachability import Reachability
+from seqmix.tasks.reachability_losses import ideal_targets, supervision_loss
 from seqmix.training.loop import build, train
 
 
