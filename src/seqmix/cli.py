@@ -8,58 +8,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-import sys
-import time
 from pathlib import Path
 
-_T_IMPORT = time.time()
-_STARTUP: float | None = None  # process age when the work began (interpreter + torch import)
-
-
-def process_age_s() -> float:
-    """Seconds since this process started (Linux /proc), else since this module was imported."""
-    try:
-        with open("/proc/self/stat") as f:
-            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/uptime") as f:
-            uptime = float(f.read().split()[0])
-        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError):
-        return time.time() - _T_IMPORT
-
-
-def _setup(threads: int) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
-                        stream=sys.stderr, force=True)
-    for noisy in ("alembic", "mlflow", "urllib3", "matplotlib", "PIL"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    import torch
-
-    torch.set_num_threads(threads)
-    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
-    global _STARTUP
-    _STARTUP = process_age_s()
-
-
-def run_cell_stage(stage: str, run_path: str, out_path: str, threads: int) -> None:
-    """Run one stage of one cell in this process (locally, or inside a cluster job)."""
-    from . import registry, stages
-    from .io import read_json, write_json
-
-    from .training import distributed
-
-    _setup(threads)
-    registry.load_all()
-    distributed.init_from_env()  # data-parallel when launched with several tasks (RANK/WORLD_SIZE or SLURM)
-    startup = process_age_s()
-    run = read_json(run_path)
-    fn = {"train": stages.train_cell, "evaluate": stages.evaluate_cell, "diagnose": stages.diagnose_cell}[stage]
-    out = stages.timed(fn, startup, run)
-    out.update(cell=run["cell"], experiment=run["experiment"], paper=run["paper"], stage=stage,
-               world_size=distributed.world_size())
-    if distributed.rank() == 0:
-        write_json(out_path, out)
+from . import runner
+from .runner import process_age_s, run_cell_stage
+from .runner import setup as _setup
 
 
 def _cell_stage(args, stage: str) -> None:
@@ -308,10 +261,11 @@ def main(argv: list[str] | None = None) -> None:
 
     args = p.parse_args(argv)
     args.fn(args)
-    if _STARTUP is not None:
+    startup = runner.startup_s()
+    if startup is not None:
         # one line per job that benchmarks/dag_timing.py reads from the rule logs
         logging.getLogger("seqmix.timing").info("seqmix-timing cmd=%s startup_s=%.3f work_s=%.3f", args.cmd,
-                                                _STARTUP, process_age_s() - _STARTUP)
+                                                startup, process_age_s() - startup)
 
 
 if __name__ == "__main__":

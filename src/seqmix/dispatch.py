@@ -36,7 +36,7 @@ class StageJob(submitit.helpers.Checkpointable):
         self.stage, self.run_path, self.out_path, self.threads = stage, run_path, out_path, threads
 
     def __call__(self) -> str:
-        from .cli import run_cell_stage
+        from .runner import run_cell_stage
 
         run_cell_stage(self.stage, self.run_path, self.out_path, self.threads)
         return self.out_path

@@ -121,13 +121,14 @@ def evaluate_cell(run: dict) -> dict:
 
 
 def diagnose_cell(run: dict) -> dict:
-    """Diagnostics (Jacobians, gradient norms) of every leaf: ``task.diagnose(model, seed)`` on the trained
+    """Diagnostics (Jacobians, gradient norms) of every leaf: ``diagnose(task, model, seed)`` on the trained
     model when the leaf was trained, else on the model at initialisation (an experiment whose stages are
     only ``[diagnose]``, e.g. the heads paper's Exp. II). Per leaf: ``diagnose.csv`` (the rows) and the
     marker ``diagnose.json``; the cell summary carries every row (what ``collect`` gathers) and one line
     per leaf."""
     import pandas as pd
 
+    from .diagnostics.probes import diagnose
     from .report.tables import write_csv
     from .training.loop import build, load_trained
 
@@ -141,7 +142,7 @@ def diagnose_cell(run: dict) -> dict:
             task, model = load_trained(cfg, out) if trained else build(cfg)
             model.eval()
             t0 = time.perf_counter()
-            result = task.diagnose(model, int(cfg["seed"]))
+            result = diagnose(task, model, int(cfg["seed"]))
             write_csv(out / "diagnose.csv", result["rows"])
             rec = tracking.buffer_record(key=leaf["hash"] + ".diagnose", experiment=run["paper"],
                                          run_name=f"diagnose/{leaf['id']}", tags=_leaf_tags(run, leaf, "diagnose"),

@@ -236,7 +236,7 @@ def test_exact_construction_with_k_heads_reproduces_the_teacher():
     from seqmix.tasks.rotation_teacher import evaluate
 
     task = RotationTeacher(k=k, n=n, test_size=64, dtype=torch.float64)
-    model = BareMixer(task, mixer={"name": "factorized_linear_attention", "heads": k, "r": n})
+    model = BareMixer(**task.model_inputs(), mixer={"name": "factorized_linear_attention", "heads": k, "r": n})
     model.mixer = m
     met = evaluate(task, model, heads=k)
     assert met["test_mse"] < 1e-20 and met["norm_mse"] < 1e-20

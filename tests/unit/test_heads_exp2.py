@@ -226,14 +226,15 @@ def test_mha_argument_errors():
 # ----------------------------------------------------------------------------- the task
 
 def test_lag_sensitivity_rows_for_the_ssm_and_attention():
+    from seqmix.diagnostics.lag_sensitivity import diagnose
     from seqmix.models.bare import BareMixer
 
     task = LagSensitivity(d=8, T=[3, 6], T_extra=[9], draws=2)
     assert task.grid == [3, 6, 9] and task.seq_len == 9
     assert torch.equal(task.inputs(0, 6), task.inputs(0, 6)) and not torch.equal(task.inputs(0, 6), task.inputs(1, 6))
     torch.manual_seed(0)
-    model = BareMixer(task, mixer={"name": "linear_ssm", "state": 8}).double()
-    out = task.diagnose(model, seed=0)
+    model = BareMixer(**task.model_inputs(), mixer={"name": "linear_ssm", "state": 8}).double()
+    out = diagnose(task, model, seed=0)
     df = pd.DataFrame(out["rows"])
     assert len(df) == 3 * 2 and list(df["lag"]) == [2, 2, 5, 5, 8, 8]
     assert (df["rel_err"] < 1e-10).all() and (df["bound_ratio"] <= 1).all()
@@ -241,8 +242,8 @@ def test_lag_sensitivity_rows_for_the_ssm_and_attention():
     assert df["ln_rho"].iloc[0] == pytest.approx(math.log(df["rho"].iloc[0]))
     assert [t for t, _ in out["metrics"]["fro_geomean"]] == [3, 6, 9]
     torch.manual_seed(0)
-    model = BareMixer(task, mixer={"name": "mha", "heads": 2}).double()
-    df = pd.DataFrame(task.diagnose(model, seed=0)["rows"])
+    model = BareMixer(**task.model_inputs(), mixer={"name": "mha", "heads": 2}).double()
+    df = pd.DataFrame(diagnose(task, model, seed=0)["rows"])
     assert "closed_form" not in df and (df["fro_times_T"] == df["fro"] * df["T"]).all()
     assert (df["uniform_approx"] * df["T"]).nunique() == 1  # ||W_O W_V||_F / T
 

@@ -34,7 +34,7 @@ def train_once(name: str, steps: int = 200) -> tuple[float, float]:
     task = AssocRecall(pairs=4, keys=16, values=8)
     torch.manual_seed(0)
     block = "gated" if name.startswith("sessa") else "residual_mlp"
-    model = DecoderLM(task, d_model=32, n_layers=2, mixer={"name": name, **OPTIONS[name]}, block=block)
+    model = DecoderLM(**task.model_inputs(), d_model=32, n_layers=2, mixer={"name": name, **OPTIONS[name]}, block=block)
     opt = torch.optim.AdamW(optimizer_groups(model, 3e-3, 0.0))
     for step in range(steps):
         x, y = task.batch(0, step, 0, 32)

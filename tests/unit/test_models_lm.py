@@ -14,7 +14,7 @@ from seqmix.tasks.assoc_recall import IGNORE, AssocRecall
 
 def test_lm_shapes_tied_head_and_backends():
     task = AssocRecall(pairs=3, keys=8, values=4)
-    m = DecoderLM(task, d_model=16, n_layers=2, mixer={"name": "mamba2", "headdim": 8, "d_state": 4, "chunk": 4})
+    m = DecoderLM(**task.model_inputs(), d_model=16, n_layers=2, mixer={"name": "mamba2", "headdim": 8, "d_state": 4, "chunk": 4})
     x, _ = task.batch(0, 0, 0, 2)
     assert m(x).shape == (2, task.seq_len, task.vocab_size)
     assert m.head.weight is m.embed.weight
@@ -27,7 +27,7 @@ def test_lm_gated_block_and_token_angles():
     task = AssocRecall(pairs=2, keys=4, values=4)
     x, _ = task.batch(0, 0, 0, 2)
     for mixer, block in (({"name": "sessa", "heads": 2}, "gated"), ({"name": "so2_learned_qkv", "heads": 2}, "residual_mlp")):
-        m = DecoderLM(task, d_model=8, n_layers=1, mixer=mixer, block=block)
+        m = DecoderLM(**task.model_inputs(), d_model=8, n_layers=1, mixer=mixer, block=block)
         assert m(x).shape == (2, 8, 8)
     assert m.blocks[0].mixer.needs_tokens and m.blocks[0].mixer.angle_table.shape == (8, 2 * 2)
 

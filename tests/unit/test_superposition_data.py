@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import torch
 
-from seqmix.tasks.reachability import (Reachability, eval_set, fixed_embedding, ideal_targets, reachable_sets,
-                                       sample_graphs, set_size_table)
-from seqmix.tasks.base import counter_generator
+from seqmix.graphs import reachable_sets, sample_graphs
+from seqmix.rng import counter_generator
+from seqmix.tasks.reachability import Reachability, eval_set, fixed_embedding, set_size_table
+from seqmix.tasks.reachability_losses import ideal_targets
 
 
 def _bfs(adj: torch.Tensor, root: int, hops: int) -> set[int]:

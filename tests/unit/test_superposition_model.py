@@ -7,20 +7,22 @@ import pytest
 import torch
 
 from seqmix.models.cascade import CascadeTransformer, edge_attention, params_per_layer
-from seqmix.tasks.base import counter_generator
-from seqmix.tasks.reachability import Reachability, ideal_targets, sample_graphs, supervision_loss
+from seqmix.graphs import sample_graphs
+from seqmix.rng import counter_generator
+from seqmix.tasks.reachability import Reachability
+from seqmix.tasks.reachability_losses import ideal_targets, supervision_loss
 from seqmix.training.loop import build, train
 
 
 def test_paper_scale_parameter_count():
     task = Reachability(n=50, p=0.04, L=3, d=64)
     torch.manual_seed(0)
-    m = CascadeTransformer(task, d_mlp=256)
+    m = CascadeTransformer(**task.model_inputs(), d_mlp=256)
     per_layer = [sum(p.numel() for p in lay.parameters()) for lay in m.layers]
     assert per_layer == [49_472] * 3 == [params_per_layer(64, 256)] * 3
     assert sum(p.numel() for p in m.parameters()) == 148_416  # U is a buffer, not a parameter
     assert not any(n == "U" for n, _ in m.named_parameters())
-    tied = CascadeTransformer(task, tie_layers=True)
+    tied = CascadeTransformer(**task.model_inputs(), tie_layers=True)
     assert sum(p.numel() for p in tied.parameters()) == 49_472
 
 
@@ -52,7 +54,7 @@ def test_empty_graph_gives_no_nan():
 def test_ablations_forward(ln, res):
     task = Reachability(n=20, p=0.1, L=3, d=24)
     torch.manual_seed(0)
-    m = CascadeTransformer(task, d_mlp=32, ln=ln, residual=res)
+    m = CascadeTransformer(**task.model_inputs(), d_mlp=32, ln=ln, residual=res)
     (adj, root), b = task.batch(0, 0, 0, 8)
     out = m((adj, root), internals=True)
     z = out["z"]
@@ -139,9 +141,9 @@ def test_node_logit_scale_is_a_learnable_readout_temperature():
     plain = Reachability(n=20, p=0.1, L=3, d=32, loss="node")
     scaled = Reachability(n=20, p=0.1, L=3, d=32, loss="node", node_logit_scale=1.0)
     torch.manual_seed(0)
-    m_plain = CascadeTransformer(plain, d_mlp=16)
+    m_plain = CascadeTransformer(**plain.model_inputs(), d_mlp=16)
     torch.manual_seed(0)
-    m_scaled = CascadeTransformer(scaled, d_mlp=16)
+    m_scaled = CascadeTransformer(**scaled.model_inputs(), d_mlp=16)
     assert m_plain.logit_scale is None and float(m_scaled.logit_scale) == 1.0
     x = (b.adj, b.root)
     out_p, out_s = m_plain(x), m_scaled(x)
@@ -182,10 +184,10 @@ def test_multihead_attention_with_one_head_is_the_single_head_path_and_heads_are
 def test_multihead_model_trains_and_rejects_bad_heads():
     task = Reachability(n=16, p=0.12, L=2, d=16)
     with pytest.raises(ValueError, match="must divide"):
-        CascadeTransformer(task, d_mlp=8, heads=3)
+        CascadeTransformer(**task.model_inputs(), d_mlp=8, heads=3)
     torch.manual_seed(0)
-    m = CascadeTransformer(task, d_mlp=8, heads=4)
-    assert sum(p.numel() for p in m.parameters()) == sum(p.numel() for p in CascadeTransformer(task, d_mlp=8).parameters())
+    m = CascadeTransformer(**task.model_inputs(), d_mlp=8, heads=4)
+    assert sum(p.numel() for p in m.parameters()) == sum(p.numel() for p in CascadeTransformer(**task.model_inputs(), d_mlp=8).parameters())
     x, y = task.batch(0, 0, 0, 32)
     out = m(x, internals=True)
     assert out["P"].shape == (32, 2, 16) and torch.allclose(out["P"].sum(-1), torch.ones(32, 2), atol=1e-5)

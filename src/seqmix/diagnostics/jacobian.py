@@ -15,6 +15,8 @@ from typing import Callable
 
 import torch
 
+from ..capabilities import LastOutput
+
 Fn = Callable[[torch.Tensor], torch.Tensor]
 
 
@@ -44,9 +46,8 @@ def output_jacobian(fn: Fn, x: torch.Tensor, in_pos: int) -> torch.Tensor:
 def last_output(model: torch.nn.Module) -> Fn:
     """x -> y_{T-1}: the model's own ``forward_last`` when it has one (O(T) instead of O(T^2) for attention),
     else the last position of the full forward."""
-    fast = getattr(model, "forward_last", None)
-    if callable(fast):
-        return fast
+    if isinstance(model, LastOutput):
+        return model.forward_last
     return lambda x: model(x)[:, -1]
 
 

@@ -5,7 +5,12 @@ from .. import registry
 
 
 def build_model(model_cfg: dict, task) -> "torch.nn.Module":  # noqa: F821
-    """Build the model named by ``model_cfg['name']`` for a task (which supplies d_in, d_out, seq_len)."""
+    """Build the model named by ``model_cfg['name']`` from the config's options and ``task.model_inputs()``
+    (sizes and fixed tensors, passed as keyword arguments; a non-null config key of the same name wins). The model
+    never sees the task object."""
     cfg = dict(model_cfg)
     cls = registry.get_model(cfg.pop("name"))
-    return cls(task=task, **cfg)
+    inputs = task.model_inputs()
+    # a config value left null (e.g. the LM's vocab_size) defers to the task's
+    cfg = {k: v for k, v in cfg.items() if not (v is None and k in inputs)}
+    return cls(**{**inputs, **cfg})

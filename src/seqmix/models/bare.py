@@ -13,13 +13,18 @@ from ..options import MixerSpec
 
 @registry.register_model("bare")
 class BareMixer(nn.Module):
-    def __init__(self, task, *, mixer: MixerSpec):
+    def __init__(self, d_in: int, d_out: int, seq_len: int, *, mixer: MixerSpec):
+        """Sizes come from the task (``Task.model_inputs``); ``mixer`` is the config's {"name": ..., options}."""
         super().__init__()
         opts = dict(mixer)
         name = opts.pop("name")
-        if task.d_out != task.d_in:  # a mixer without a d_out option rejects it by name
-            opts["d_out"] = task.d_out
-        self.mixer = build_mixer(name, task.d_in, seq_len=task.seq_len, **opts)
+        if d_out != d_in:  # a mixer without a d_out option rejects it by name
+            opts["d_out"] = d_out
+        self.mixer = build_mixer(name, d_in, seq_len=seq_len, **opts)
+
+    def sole_mixer(self) -> nn.Module:
+        """The mixer this model consists of (capabilities.SoleMixer)."""
+        return self.mixer
 
     def forward(self, x):
         return self.mixer(x)

@@ -23,6 +23,7 @@ from torch import nn
 
 from .. import registry
 from ..options import Opt, PosInt
+from ..graphs import source_softmax
 
 EPS = 1e-12
 
@@ -46,18 +47,6 @@ class CascadeLayer(nn.Module):
     def w_ov(self) -> torch.Tensor:
         """W_OV = W_O W_V, (d, d)."""
         return self.o.weight @ self.v.weight
-
-
-def source_softmax(logits: torch.Tensor, outdeg: torch.Tensor) -> torch.Tensor:
-    """Softmax over an edge set whose keys depend only on the source: a softmax over source nodes with
-    log-weight logit_s + log outdeg_s. logits (..., n); outdeg broadcastable to it. Sources without out-edges
-    get 0; a graph without edges gets all-zero mass (and no NaN in the backward pass)."""
-    logits = logits + torch.log(outdeg.clamp(min=1))
-    has = outdeg > 0
-    logits = logits.masked_fill(~has, float("-inf"))
-    any_edge = has.any(-1, keepdim=True)
-    logits = torch.where(any_edge, logits, torch.zeros_like(logits))
-    return torch.softmax(logits, -1) * any_edge.to(logits.dtype)
 
 
 def multihead_edge_attention(q: torch.Tensor, adj: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
@@ -91,28 +80,41 @@ def edge_attention(z: torch.Tensor, adj: torch.Tensor, keys: torch.Tensor, scale
 
 @registry.register_model("cascade")
 class CascadeTransformer(nn.Module):
-    def __init__(self, task, *, d_mlp: PosInt = 256,
+    def __init__(self, U: torch.Tensor, L: int, node_logit_scale: float | None = None, *,
+                 d_mlp: PosInt = 256,
                  ln: Annotated[bool, Opt(description="parameter-free L2 LayerNorm after each layer")] = True,
                  residual: bool = True, mlp: bool = True,
                  tie_layers: Annotated[bool, Opt(description="one set of weights for every layer")] = False,
                  qk_init_std: Annotated[float | None, Opt(exclusive_minimum=0)] = None,
                  heads: Annotated[int, Opt(minimum=1, description="attention heads per layer (App. J); must "
                                            "divide d")] = 1):
+        """U: (d, n) fixed node embedding; L: cascade layers; node_logit_scale: init of the learnable
+        readout-softmax scale (spec U9), None for none. These three come from ``Reachability.model_inputs``."""
         super().__init__()
-        if task.d % heads:
-            raise ValueError(f"cascade: heads = {heads} must divide d = {task.d}")
+        d, n = U.shape
+        if d % heads:
+            raise ValueError(f"cascade: heads = {heads} must divide d = {d}")
         self.heads = heads
-        self.L, self.d, self.n = task.L, task.d, task.n
+        self.L, self.d, self.n = L, d, n
         self.ln, self.residual, self.tie = ln, residual, tie_layers
-        self.register_buffer("U", task.U.clone())  # (d, n), fixed (not trained)
+        self.register_buffer("U", U.clone())  # (d, n), fixed (not trained)
         count = 1 if tie_layers else self.L
         self.layers = nn.ModuleList(CascadeLayer(self.d, d_mlp, mlp, qk_init_std) for _ in range(count))
-        # the task's optional learnable readout-softmax scale (spec U9) is a parameter, so it lives here
-        scale = getattr(task, "node_logit_scale", None)
-        self.logit_scale = nn.Parameter(torch.tensor(float(scale))) if scale is not None else None
+        # the task's optional learnable readout-softmax scale is a parameter, so it lives here
+        self.logit_scale = (nn.Parameter(torch.tensor(float(node_logit_scale))) if node_logit_scale is not None
+                            else None)
 
     def layer(self, c: int) -> CascadeLayer:
         return self.layers[0 if self.tie else c]
+
+    def attention_maps(self, c: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(W_QK, W_OV) of the layer applied at step c, each (d, d) (capabilities.LayerwiseEdgeAttention)."""
+        lay = self.layer(c)
+        return lay.w_qk(), lay.w_ov()
+
+    def layer_parameters(self) -> list[list[nn.Parameter]]:
+        """The parameters of each distinct layer, in order (one list when the layers are tied)."""
+        return [list(lay.parameters()) for lay in self.layers]
 
     def forward(self, x, internals: bool = False) -> dict:
         """x = (adj (B, n, n), root (B,)). Returns {"z": (B, L+1, d)} (z_0 = u_r; unnormalised under NoLN),

@@ -20,25 +20,26 @@ from .blocks import BlockKind, MlpHidden, MlpRatio, NormKind, make_blocks, make_
 
 @registry.register_model("sequence_classifier")
 class SequenceClassifier(nn.Module):
-    def __init__(self, task=None, *, d_model: PosInt, n_layers: PosInt, mixer: MixerSpec,
-                 block: BlockKind = "residual_mlp", mlp_ratio: MlpRatio = 4.0, mlp_hidden: MlpHidden = None,
-                 norm: NormKind = "layernorm", pooling: Literal["mean", "last"] = "mean",
+    def __init__(self, d_out: int | None = None, seq_len: int | None = None, *, d_model: PosInt, n_layers: PosInt,
+                 mixer: MixerSpec, block: BlockKind = "residual_mlp", mlp_ratio: MlpRatio = 4.0,
+                 mlp_hidden: MlpHidden = None, norm: NormKind = "layernorm", pooling: Literal["mean", "last"] = "mean",
                  vocab_size: OptPosInt = None, d_in: OptPosInt = None,
                  num_classes: Annotated[int | None, Opt(minimum=2)] = None):
+        """``d_out`` and ``seq_len`` come from the task (``Task.model_inputs``), the rest from the config."""
         super().__init__()
-        V = vocab_size if vocab_size is not None else getattr(task, "vocab_size", None)
-        d_in = d_in if d_in is not None else (None if V is not None else getattr(task, "d_in", None))
-        K = num_classes if num_classes is not None else getattr(task, "num_classes", getattr(task, "d_out", None))
+        V = vocab_size
+        d_in = None if V is not None else d_in  # token ids win over a continuous width
+        K = num_classes if num_classes is not None else d_out  # a task's d_out is its number of classes
         if V is None and d_in is None:
             raise ValueError("vocab_size or d_in: the classifier needs one (token ids or continuous inputs)")
         if K is None:
-            raise ValueError("num_classes: give it or pass a task with num_classes")
+            raise ValueError("num_classes: give it in the config or build from a task (Task.model_inputs)")
         if pooling not in ("mean", "last"):
             raise ValueError(f"pooling must be 'mean' or 'last', got {pooling!r}")
         self.pooling = pooling
         self.encoder = nn.Embedding(V, d_model) if V is not None else nn.Linear(d_in, d_model)
         hidden = int(round(mlp_ratio * d_model)) if mlp_hidden is None else mlp_hidden
-        self.blocks = make_blocks(d_model, n_layers, mixer, block, hidden, norm, getattr(task, "seq_len", None), V)
+        self.blocks = make_blocks(d_model, n_layers, mixer, block, hidden, norm, seq_len, V)
         self.norm = make_norm(norm, d_model)
         self.head = nn.Linear(d_model, K)
 

@@ -3,7 +3,7 @@
 
     tokens: (B, L) int64 -> logits: (B, L, vocab)
 
-Built from a mixer name + sizes: ``DecoderLM(task, d_model=64, n_layers=2, mixer={"name": "sessa", "heads": 4},
+Built from a mixer name + sizes: ``DecoderLM(**task.model_inputs(), d_model=64, n_layers=2, mixer={"name": "sessa", "heads": 4},
 block="gated")``. ``optimizer_groups`` collects the mixers' own parameter groups (B2S6) and puts the rest in
 one default group.
 """
@@ -19,14 +19,15 @@ from .blocks import BlockKind, MlpHidden, MlpRatio, NormKind, make_blocks, make_
 
 @registry.register_model("decoder_lm")
 class DecoderLM(nn.Module):
-    def __init__(self, task=None, *, d_model: PosInt, n_layers: PosInt, mixer: MixerSpec,
+    def __init__(self, seq_len: int | None = None, *, d_model: PosInt, n_layers: PosInt, mixer: MixerSpec,
                  block: BlockKind = "residual_mlp", mlp_ratio: MlpRatio = 4.0, mlp_hidden: MlpHidden = None,
                  norm: NormKind = "layernorm", tie_embeddings: bool = True, vocab_size: OptPosInt = None):
+        """``seq_len`` (and ``vocab_size`` when the config leaves it null) come from the task
+        (``Task.model_inputs``)."""
         super().__init__()
-        V = vocab_size if vocab_size is not None else getattr(task, "vocab_size", None)
+        V = vocab_size
         if V is None:
-            raise ValueError("vocab_size: give it or pass a task with a vocab_size")
-        seq_len = getattr(task, "seq_len", None)
+            raise ValueError("vocab_size: give it in the config or build from a token task (Task.model_inputs)")
         self.vocab_size, self.d_model = V, d_model
         self.mlp_hidden = int(round(mlp_ratio * d_model)) if mlp_hidden is None else mlp_hidden
         self.embed = nn.Embedding(V, d_model)

@@ -18,7 +18,8 @@ import torch.nn.functional as F
 
 from ..options import NonNegInt, Opt, PosInt
 from ..registry import register_task
-from .base import Task, counter_generator
+from ..rng import counter_generator
+from .base import Task
 
 IGNORE = -100
 
@@ -34,6 +35,10 @@ class AssocRecall(Task):
         self.d_in = self.d_out = self.vocab_size
         self.seq_len = 4 * pairs
         self.test_size, self.test_seed, self.dtype = test_size, test_seed, dtype
+
+    def model_inputs(self) -> dict:
+        """A token task: the vocabulary size and the sequence length."""
+        return {"vocab_size": self.vocab_size, "seq_len": self.seq_len}
 
     @property
     def chance_loss(self) -> float:

@@ -1,21 +1,9 @@
-"""What every task provides, and the counter-seeded generator that makes batches reproducible."""
+"""What every task provides. Batches come from ``seqmix.rng.counter_generator`` (re-exported here)."""
 from __future__ import annotations
-
-import hashlib
 
 import torch
 
-
-def counter_generator(*counters: int | str) -> torch.Generator:
-    """A CPU generator seeded by a hash of the counters, e.g. (seed, step, rank).
-
-    Drawing batch ``step`` never depends on how many batches were drawn before, so a resumed run sees
-    exactly the batches an uninterrupted run would have seen.
-    """
-    digest = hashlib.sha256(":".join(str(c) for c in counters).encode()).digest()
-    g = torch.Generator(device="cpu")
-    g.manual_seed(int.from_bytes(digest[:8], "little") & ((1 << 63) - 1))
-    return g
+from ..rng import counter_generator  # noqa: F401  (re-exported: tasks and tests import it from here)
 
 
 class Task:
@@ -24,6 +12,11 @@ class Task:
     d_in: int
     d_out: int
     seq_len: int
+
+    def model_inputs(self) -> dict:
+        """What a model built for this task is given, as keyword arguments (sizes, fixed tensors): the model
+        never sees the task object. Default: the input width, output width and sequence length."""
+        return {"d_in": self.d_in, "d_out": self.d_out, "seq_len": self.seq_len}
 
     def batch(self, seed: int, step: int, rank: int, size: int) -> tuple[torch.Tensor, torch.Tensor]:
         raise NotImplementedError

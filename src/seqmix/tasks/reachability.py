@@ -12,9 +12,9 @@ A batch is a pure function of (seed, step, rank) (``counter_generator``); the ev
 function of (n, p, L, eval_seed, eval_size), shared by every run with the same graph settings and cached
 (in memory, and on disk under ``$SEQMIX_DATA_CACHE`` when set, verified by a content hash).
 
-The loss mode is a task setting (``loss``): sup (per-slot cosine to IDEAL), node (set-level CE), e2e_cos
-(cosine on the last slot), e2e_ce (CE to the lex-min node on the last slot), composite_sup / composite_node
-(lex-min CE on the last slot plus sup / node on the earlier slots).
+The loss mode is a task setting (``loss``, see ``reachability_losses``). Graph sampling and reachable sets
+live in ``seqmix.graphs`` (pure torch, shared with the theory); the metrics in ``reachability_metrics``. The
+names this module used to define are re-exported, so ``seqmix.tasks.reachability`` keeps its public API.
 """
 from __future__ import annotations
 
@@ -22,88 +22,23 @@ import functools
 import hashlib
 import logging
 import os
-import typing
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
 import torch
 
 from ..options import NonNegInt, Opt, PosInt
+from ..graphs import GraphBatch, lexmin, reachable_sets, sample_graphs
 from ..registry import register_task
-from .base import Task, counter_generator
+from ..rng import counter_generator
+from .base import Task
+from .reachability_losses import LOSSES, cosine, ideal_targets, slot_losses, supervision_loss
+from .reachability_metrics import cascade_diagnostics
 
 log = logging.getLogger("seqmix.reachability")
 
+# the losses a config may name (the same names as reachability_losses.LOSSES; a unit test pins them)
 Loss = Literal["sup", "node", "e2e_cos", "e2e_ce", "composite_sup", "composite_node"]
-LOSSES = typing.get_args(Loss)
-
-
-@dataclass
-class GraphBatch:
-    """adj: (B, n, n) float {0,1}, adj[b, s, t] = 1 iff edge s -> t; root: (B,) long;
-    V: (B, L+1, n) bool, V[:, c] = reachable set of slot c; lexmin: (B,) long (min V_L)."""
-
-    adj: torch.Tensor
-    root: torch.Tensor
-    V: torch.Tensor
-    lexmin: torch.Tensor
-
-    def __len__(self) -> int:
-        return self.adj.shape[0]
-
-
-def reachable_sets(adj: torch.Tensor, root: torch.Tensor, L: int, semantics: str = "cumulative") -> torch.Tensor:
-    """(B, L+1, n) bool: cumulative V_0..V_L (or, with ``exact``, {r} then the nodes first reached at hop c)."""
-    B, n, _ = adj.shape
-    cur = torch.zeros(B, n, dtype=torch.bool)
-    cur[torch.arange(B), root] = True
-    out = [cur]
-    for _ in range(L):
-        nxt = cur | (torch.bmm(cur.unsqueeze(1).to(adj.dtype), adj).squeeze(1) > 0)
-        out.append(nxt)
-        cur = nxt
-    V = torch.stack(out, 1)
-    if semantics == "exact":
-        first = V.clone()
-        first[:, 1:] = V[:, 1:] & ~V[:, :-1]
-        return first
-    if semantics != "cumulative":
-        raise ValueError(f"unknown set_semantics {semantics!r}")
-    return V
-
-
-def lexmin(mask: torch.Tensor) -> torch.Tensor:
-    """Smallest index of each row's True entries (every row has one: the root)."""
-    n = mask.shape[-1]
-    score = mask.to(torch.int64) * (n - torch.arange(n))
-    return score.argmax(-1)
-
-
-def sample_graphs(g: torch.Generator, size: int, n: int, p: float, L: int, semantics: str = "cumulative",
-                  min_final_reach: int = 0) -> GraphBatch:
-    """``size`` instances of directed G(n, p) without self-loops, a uniform root, and the reachable sets.
-
-    ``min_final_reach`` > 0 keeps only instances with k_L >= min_final_reach (drawing more from the same
-    generator until ``size`` are kept)."""
-    adjs, roots, Vs = [], [], []
-    kept = 0
-    while kept < size:
-        want = size - kept if not min_final_reach else 2 * (size - kept) + 8
-        adj = (torch.rand(want, n, n, generator=g) < p).float()
-        adj.diagonal(dim1=1, dim2=2).zero_()
-        root = torch.randint(0, n, (want,), generator=g)
-        V = reachable_sets(adj, root, L, "cumulative")
-        if min_final_reach:
-            keep = V[:, L].sum(-1) >= min_final_reach
-            adj, root, V = adj[keep], root[keep], V[keep]
-        adjs.append(adj), roots.append(root), Vs.append(V)
-        kept += adj.shape[0]
-    adj, root, V = torch.cat(adjs)[:size], torch.cat(roots)[:size], torch.cat(Vs)[:size]
-    lm = lexmin(V[:, L])
-    if semantics != "cumulative":
-        V = reachable_sets(adj, root, L, semantics)
-    return GraphBatch(adj, root, V, lm)
 
 
 def fixed_embedding(n: int, d: int, seed: int, kind: str = "orthonormal_fixed", dtype=torch.float32) -> torch.Tensor:
@@ -121,16 +56,6 @@ def fixed_embedding(n: int, d: int, seed: int, kind: str = "orthonormal_fixed", 
     else:
         raise ValueError(f"unknown embedding {kind!r}")
     return U.to(dtype)
-
-
-def ideal_targets(V: torch.Tensor, U: torch.Tensor) -> torch.Tensor:
-    """z_c* = k_c^{-1/2} U 1_{V_c}: (B, S, n) bool, (d, n) -> (B, S, d)."""
-    Vf = V.to(U.dtype)
-    return (Vf @ U.T) / Vf.sum(-1, keepdim=True).clamp(min=1).sqrt()
-
-
-def cosine(a: torch.Tensor, b: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
-    return (a * b).sum(-1) / (a.norm(dim=-1).clamp(min=eps) * b.norm(dim=-1).clamp(min=eps))
 
 
 # ----------------------------------------------------------------------------- cache of the evaluation set
@@ -170,48 +95,6 @@ def eval_set(n: int, p: float, L: int, eval_seed: int, size: int, semantics: str
     return b
 
 
-# ----------------------------------------------------------------------------- losses
-
-def slot_losses(z: torch.Tensor, V: torch.Tensor, U: torch.Tensor, kind: str, scale=None) -> torch.Tensor:
-    """Per-slot losses (B, S) for slots z: (B, S, d) against sets V: (B, S, n).
-    sup: 1 - cos(z_c, z_c*); node: CE(softmax(s U^T z_c), uniform on V_c), s = ``scale`` (None = 1)."""
-    if kind == "sup":
-        return 1.0 - cosine(z, ideal_targets(V, U))
-    if kind == "node":
-        logp = torch.log_softmax(_readout(z, U, scale), dim=-1)
-        Vf = V.to(z.dtype)
-        return -(logp * Vf).sum(-1) / Vf.sum(-1).clamp(min=1)
-    raise ValueError(kind)
-
-
-def _readout(z: torch.Tensor, U: torch.Tensor, scale=None) -> torch.Tensor:
-    """Readout logits U^T z (§3: no temperature), times the learnable ``scale`` when the model has one (U9)."""
-    logits = z @ U
-    return logits if scale is None else scale * logits
-
-
-def supervision_loss(z: torch.Tensor, batch: GraphBatch, U: torch.Tensor, mode: str, slots: str = "all",
-                     scale=None) -> torch.Tensor:
-    """The training loss. z: (B, L+1, d) slots z_0..z_L (z_0 = u_r is never supervised).
-
-    ``slots``: all -> z_1..z_L supervised (default, spec U1); intermediate -> z_1..z_{L-1} (the literal §3 sum).
-    ``scale``: the readout-softmax scale of the node and cross-entropy losses (None = 1, §3).
-    """
-    L = z.shape[1] - 1
-    last = L + 1 if slots == "all" else L
-    if mode in ("sup", "node"):
-        return slot_losses(z[:, 1:last], batch.V[:, 1:last], U, mode, scale).sum(-1).mean()
-    if mode == "e2e_cos":
-        return (1.0 - cosine(z[:, L], ideal_targets(batch.V[:, L:L + 1], U)[:, 0])).mean()
-    ce = torch.nn.functional.cross_entropy(_readout(z[:, L], U, scale), batch.lexmin)
-    if mode == "e2e_ce":
-        return ce
-    if mode in ("composite_sup", "composite_node"):
-        inter = slot_losses(z[:, 1:L], batch.V[:, 1:L], U, mode.split("_")[1], scale).sum(-1).mean() if L > 1 else 0.0
-        return ce + inter
-    raise ValueError(f"unknown loss {mode!r}; known: {', '.join(LOSSES)}")
-
-
 # ----------------------------------------------------------------------------- the task
 
 @register_task("reachability")
@@ -247,6 +130,10 @@ class Reachability(Task):
         self.d_in = self.d_out = d
         self.seq_len = n
 
+    def model_inputs(self) -> dict:
+        """The fixed node embedding U (d, n), the number of layers L and the readout-scale init (spec U9)."""
+        return {"U": self.U, "L": self.L, "node_logit_scale": self.node_logit_scale}
+
     def batch(self, seed: int, step: int, rank: int, size: int):
         g = counter_generator("superposition/train", self.n, self.p, self.L, seed, step, rank)
         b = sample_graphs(g, size, self.n, self.p, self.L, self.semantics, self.min_final_reach)
@@ -262,14 +149,10 @@ class Reachability(Task):
                                 pred.get("logit_scale"))
 
     def evaluate(self, model: torch.nn.Module) -> dict:
-        from .reachability_metrics import cascade_diagnostics
-
         return cascade_diagnostics(self, model, self.test_set())
 
     def diagnostics(self, model: torch.nn.Module) -> dict:
         """In-training evaluation (the loop calls it every ``eval.every`` steps)."""
-        from .reachability_metrics import cascade_diagnostics
-
         b = self.test_set()
         if self.diag_size < len(b):
             b = GraphBatch(b.adj[:self.diag_size], b.root[:self.diag_size], b.V[:self.diag_size], b.lexmin[:self.diag_size])

@@ -13,8 +13,11 @@ from typing import Annotated
 import torch
 
 from ..options import NonNegInt, Opt, PosInt
+from ..capabilities import InteractionOperator, SoleMixer
+from ..lowrank import optimal_mse
 from ..registry import register_task
-from .base import Task, counter_generator
+from ..rng import counter_generator
+from .base import Task
 
 
 def rotation_angles(k: int) -> list[float]:
@@ -79,7 +82,7 @@ class RotationTeacher(Task):
         return self._draw(counter_generator("rotation_teacher", self.k, seed, step, rank), size)
 
     def evaluate(self, model: torch.nn.Module) -> dict:
-        return evaluate(self, model, heads=model.mixer.heads)
+        return evaluate(self, model, heads=student_mixer(model).heads)
 
     def test_set(self) -> tuple[torch.Tensor, torch.Tensor]:
         # shared by every run with the same (k, n, test_seed), independent of the training seed
@@ -97,18 +100,26 @@ def probe_error(model: torch.nn.Module, n: int, k: int) -> float:
     return float(((y[:2] - target[: min(2, n)]) ** 2).sum())
 
 
+def student_mixer(model: torch.nn.Module) -> InteractionOperator:
+    """The mixer a student model consists of, which must expose its interaction operator (Def. 4.1)."""
+    mixer = model.sole_mixer() if isinstance(model, SoleMixer) else None
+    if not isinstance(mixer, InteractionOperator):
+        raise TypeError(f"rotation_teacher metrics compare interaction operators: the model must be a single mixer "
+                        f"(capabilities.SoleMixer) implementing capabilities.InteractionOperator; got "
+                        f"{type(model).__name__} of {type(mixer).__name__}")
+    return mixer
+
+
 def evaluate(task: RotationTeacher, model: torch.nn.Module, heads: int) -> dict:
     """Exp. I metrics: test MSE, normalised MSE, the Eckart-Young optimum, their ratio, the sup-norm
     error of the block operators (Def. 4.1) and the Thm 4.2 probe error."""
-    from ..theory.heads import optimal_mse
-
     x, y = task.test_set()
     with torch.no_grad():
         pred = model(x)
         mse = float(torch.mean((pred.double() - y.double()) ** 2))
         norm_mse = mse / float(torch.mean(y.double() ** 2))
         opt = optimal_mse(lag_operators(task.k, task.n, task.rho), heads)
-        K_student = model.mixer.interaction_operator().double()
+        K_student = student_mixer(model).interaction_operator().double()
         n, k = task.n, task.k
         diff = (K_student - task.K).permute(0, 2, 1, 3).reshape(n * k, n * k)
         sup_err = float(torch.linalg.matrix_norm(diff, ord=2))

@@ -1,8 +1,8 @@
 """Closed forms and reduced models of the frontier-superposition paper (spec §2.4, §2.5, §4).
 
-Convention for the closed forms: k_c = (np)^c, m_f^(c) = k_{c+1} - k_c (tree regime). Every function is plain
-torch / math; the reduced experiments (E3 Möbius, E6 gradient law, E7 Conjecture D, App. H.1 diagonal
-advantage) run in float64.
+The closed forms (k_c = (np)^c, m_f^(c) = k_{c+1} - k_c, tree regime) live in ``superposition_closed_forms`` and
+are re-exported here. Every function is plain torch / math; the reduced experiments (E3 Möbius, E6 gradient
+law, E7 Conjecture D, App. H.1 diagonal advantage) run in float64.
 """
 from __future__ import annotations
 
@@ -10,73 +10,14 @@ import math
 
 import torch
 
-from ..tasks.base import counter_generator
+from ..graphs import sample_graphs, source_softmax
+from ..rng import counter_generator
+# the closed forms are part of this module's API (callers use superposition.cos_step etc.)
+from .superposition_closed_forms import (alpha_star, cos_step, cos_step_d1, curvature_corrected,  # noqa: F401
+                                         curvature_numeric, curvature_paper, e2e_attenuation, gamma_sat,
+                                         hessian_gap_bound, ladder_gamma, phase_betas, prop1_ceiling)
 
 F64 = torch.float64
-
-
-# ----------------------------------------------------------------------------- Lemma 18 / 27, Prop. 1
-
-def cos_step(x, k, K):
-    """Lemma 18: cos_c(x) = (sqrt k + x) / (sqrt K sqrt(1 + x^2/m_f)), m_f = K - k."""
-    mf = K - k
-    return (math.sqrt(k) + x) / (math.sqrt(K) * math.sqrt(1 + x * x / mf))
-
-
-def alpha_star(k, K) -> float:
-    """Maximiser of Lemma 18: m_f / sqrt(k) (cos = 1 there)."""
-    return (K - k) / math.sqrt(k)
-
-
-def cos_step_d1(x, k, K):
-    """cos_c'(x) = (m_f - sqrt k x) / (m_f sqrt K (1 + x^2/m_f)^{3/2})."""
-    mf = K - k
-    return (mf - math.sqrt(k) * x) / (mf * math.sqrt(K) * (1 + x * x / mf) ** 1.5)
-
-
-def curvature_corrected(k, K) -> float:
-    """cos_c''(alpha*) = -k^2 / (m_f K^2) (spec I14: the paper's Lemma 27 value is -1/(m_f K))."""
-    return -k * k / ((K - k) * K * K)
-
-
-def curvature_paper(k, K) -> float:
-    return -1.0 / ((K - k) * K)
-
-
-def curvature_numeric(k, K, h: float = 1e-4) -> float:
-    x = alpha_star(k, K)
-    return (cos_step(x + h, k, K) - 2 * cos_step(x, k, K) + cos_step(x - h, k, K)) / (h * h)
-
-
-def prop1_ceiling(np_: float) -> float:
-    """No residual, saturated attention: cos = sqrt(m_f / k_{c+1}) -> sqrt(1 - 1/np)."""
-    return math.sqrt(1 - 1 / np_)
-
-
-def e2e_attenuation(np_: float, D: int, c: int) -> float:
-    """Prop. 7 factor (np)^{-(D-c-2)/2}."""
-    return np_ ** (-(D - c - 2) / 2)
-
-
-def ladder_gamma(d: int, k: float, m: float, delta: float) -> float:
-    """Lemma 20: gamma_c* = 2 sqrt(d) sqrt(k_c) log(m / delta)."""
-    return 2 * math.sqrt(d) * math.sqrt(k) * math.log(m / delta)
-
-
-def gamma_sat(d: int, k: float, n: int) -> float:
-    """Lemma 34: 8 sqrt(d) sqrt(k_{D-1}) log n."""
-    return 8 * math.sqrt(d) * math.sqrt(k) * math.log(n)
-
-
-def hessian_gap_bound(d: int, n: int) -> float:
-    """Lemma 9: lambda_perp >= 1 / (8 d n^3)."""
-    return 1.0 / (8 * d * n ** 3)
-
-
-def phase_betas(np_: float, D: int, k_last: float) -> tuple[float, float]:
-    """App. I: beta_I = ln(2 k_{D-1} R_min(D-1, D)), beta_III = ln(2 R_min(D-1, D)), R_min(c, D) = (np)^{-(D-2-c)/2}."""
-    r = np_ ** (-(D - 2 - (D - 1)) / 2)
-    return math.log(2 * k_last * r), math.log(2 * r)
 
 
 # ----------------------------------------------------------------------------- Möbius reduction (Prop. 2-3, App. F/G)
@@ -276,8 +217,6 @@ def ladder_thresholds(rows: list[dict], delta: float = 0.1) -> dict[int, float]:
 def wemb_forward(W: torch.Tensor, adj: torch.Tensor, root: torch.Tensor, alphas, d: int) -> list[torch.Tensor]:
     """Reduced model with a full logit matrix per layer: logit_s = z^T W_c e_s / sqrt(d) (U = I_n), OV = α_c I,
     residual + L2 norm. W (L, n, n); adj (B, n, n)."""
-    from ..models.cascade import source_softmax
-
     B, n, _ = adj.shape
     outdeg = adj.sum(-1)
     z = torch.zeros(B, n, dtype=F64)
@@ -320,8 +259,6 @@ def conjecture_d(points: int, n: int = 50, np_: float = 2.0, L: int = 3, d: int 
                  perturb: float = 0.01, seed: int = 0) -> list[dict]:
     """App. H.5: R(γ) = ||(∇L)_off||_F / ||(∇L)_diag||_F at W^emb = γ(I - J/n) (+ a small relative perturbation),
     γ log-uniform in [1e-2, γ_sat]; one fresh batch of graphs per point; per layer and all layers together."""
-    from ..tasks.reachability import sample_graphs
-
     k = [sum(np_ ** j for j in range(c + 1)) for c in range(L + 1)]
     alphas = [(k[c + 1] - k[c]) / math.sqrt(k[c]) for c in range(L)]
     gsat = gamma_sat(d, np_ ** (L - 1), n)
@@ -347,8 +284,6 @@ def diagonal_advantage(n: int = 50, np_: float = 2.0, L: int = 3, d: int = 64, b
                        seed: int = 0) -> dict:
     """App. H.1: Monte-Carlo population gradient of L_sup w.r.t. W^emb at W = 0 (all layers), summed over
     layers; signed ratio |mean diag| / |mean off-diag|, entrywise |.| ratio, and the I / J coefficients."""
-    from ..tasks.reachability import sample_graphs
-
     k = [sum(np_ ** j for j in range(c + 1)) for c in range(L + 1)]
     alphas = [(k[c + 1] - k[c]) / math.sqrt(k[c]) for c in range(L)]
     g = counter_generator("superposition/diag-adv", n, np_, L, seed)

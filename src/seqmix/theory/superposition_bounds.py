@@ -21,8 +21,9 @@ import math
 
 import torch
 
-from ..tasks.base import counter_generator
-from .superposition import F64, mobius_AB, mobius_alpha_eff, mobius_loss, wemb_forward
+from ..graphs import reachable_sets, sample_graphs
+from ..rng import counter_generator
+from .superposition import F64, mobius_AB, mobius_loss, wemb_forward
 
 
 # ----------------------------------------------------------------------------- Lemma 12
@@ -89,8 +90,6 @@ def frontier_tail(n: int, p: float, L: int, samples: int, ts=(0.25, 0.5, 0.75, 0
     """Monte Carlo of the frontier sizes k_c = |nodes first reached at hop c| (the Galton-Watson generation
     sizes of the proof) against Lemma 11's tail bound. One row per (c, t): the empirical tail, the bound, and
     whether the bound is informative (< 1)."""
-    from ..tasks.reachability import sample_graphs
-
     g = counter_generator("superposition/lemma11", n, p, L, seed)
     sizes = []
     for start in range(0, samples, 4096):
@@ -250,8 +249,6 @@ def hessian_gap(n: int, np_: float, L: int, d: int, gamma: float, graphs: str = 
     ``graphs``: ``exact`` enumerates every graph on n nodes weighted by its G(n, p) probability and every
     root (the population itself; n <= 5), ``mc`` draws ``samples`` graphs (then the S_n symmetry holds only up
     to sampling noise, reported as the split-half difference of λ_min)."""
-    from ..tasks.reachability import reachable_sets, sample_graphs
-
     p = np_ / n
     k = [sum(np_ ** j for j in range(c + 1)) for c in range(L + 1)]
     alphas = [(k[c + 1] - k[c]) / math.sqrt(k[c]) for c in range(L)]

@@ -1,0 +1,99 @@
+"""What a model or mixer can do beyond ``forward``, as runtime-checkable protocols.
+
+Probes (task metrics, Jacobian diagnostics, the papers' checks) ask ``isinstance(m, LagOperator)`` instead
+of reading a registered name or testing attribute strings, so a new mixer gains a probe by implementing the
+methods, and a renamed method fails the protocol check instead of silently skipping the probe.
+
+``isinstance`` with a runtime-checkable protocol checks that the members exist, not their signatures; the
+signatures below are the contract the probes rely on (tests/unit/test_capabilities.py checks the mixers).
+"""
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import torch
+from torch import nn
+
+
+@runtime_checkable
+class SoleMixer(Protocol):
+    """A model that is one mixer and nothing else (no embedding, norm or residual): what holds for the mixer
+    holds for the model, so probes of the mixer's closed forms apply to the model's outputs."""
+
+    def sole_mixer(self) -> nn.Module:
+        """The mixer the model consists of."""
+
+
+@runtime_checkable
+class InteractionOperator(Protocol):
+    """A multi-head mixer with a materialised input-output operator (heads paper, Def. 4.1)."""
+
+    heads: int
+
+    def interaction_operator(self) -> torch.Tensor:
+        """K with y_i = sum_j K[i, j] x_j: (n, n, d_out, d_in)."""
+
+
+@runtime_checkable
+class LagOperator(Protocol):
+    """A linear time-invariant mixer whose lag-tau Jacobian has a closed form (heads paper, Thm 5.1 (1))."""
+
+    def lag_operator(self, tau: int) -> torch.Tensor:
+        """dy_{i+tau}/dx_i = C A^tau B: (d_out, d_in)."""
+
+    def spectral_radius(self) -> float:
+        """rho(A)."""
+
+    def jacobian_bound(self, tau: int) -> float:
+        """||C||_2 ||B||_2 ||A||_2^tau, an upper bound on ||lag_operator(tau)||_2."""
+
+
+@runtime_checkable
+class ValueOutputProduct(Protocol):
+    """Attention whose value and output maps compose to one matrix (the uniform-attention estimate)."""
+
+    def value_output_product(self) -> torch.Tensor:
+        """W_O W_V: (d_out, d_in)."""
+
+
+@runtime_checkable
+class LastOutput(Protocol):
+    """A causal mixer that computes only the last position's output, cheaper than the full forward."""
+
+    def forward_last(self, x: torch.Tensor) -> torch.Tensor:
+        """x: (B, T, d_in) -> y_{T-1}: (B, d_out), equal to forward(x)[:, -1]."""
+
+
+@runtime_checkable
+class StepMode(Protocol):
+    """A causal mixer that runs token by token from a state (recurrent inference)."""
+
+    def init_state(self, batch: int, dtype=torch.float32, device=None):
+        """The state before the first token."""
+
+    def step(self, x_t: torch.Tensor, state):
+        """x_t: (B, d) -> (y_t: (B, d), next state)."""
+
+
+@runtime_checkable
+class TokenInput(Protocol):
+    """A mixer that may read the token ids beside the hidden states (e.g. learned per-token rotation angles);
+    it does when ``needs_tokens`` is true."""
+
+    needs_tokens: bool
+
+
+@runtime_checkable
+class LayerwiseEdgeAttention(Protocol):
+    """A stack of attention layers over a graph's edges that reports its internals (the cascade transformer):
+    per-layer bilinear maps and parameter groups, and ``forward(x, internals=True)`` with per-layer tensors."""
+
+    def forward(self, x, internals: bool = False) -> dict:
+        """x = (adj (B, n, n), root (B,)) -> {"z": (B, L+1, d), ...}; with ``internals`` also "P" (B, L, n),
+        "pre" and "post" (B, L, d)."""
+
+    def attention_maps(self, c: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(W_QK, W_OV) of the layer applied at step c, each (d, d)."""
+
+    def layer_parameters(self) -> list[list[nn.Parameter]]:
+        """The parameters of each distinct layer (one list when the layers are tied)."""

@@ -1,0 +1,62 @@
+"""Run one stage of one cell in this process: what ``python -m seqmix <stage>`` does locally and what a
+cluster job does inside SLURM (``seqmix.dispatch.StageJob``). Both the CLI and dispatch call it, so it sits
+below both (the CLI used to own it and dispatch imported the CLI back: a circle)."""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+
+_T_IMPORT = time.time()
+_STARTUP: float | None = None  # process age when the work began (interpreter + torch import)
+
+
+def process_age_s() -> float:
+    """Seconds since this process started (Linux /proc), else since this module was imported."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return time.time() - _T_IMPORT
+
+
+def startup_s() -> float | None:
+    """The process age when ``setup`` last ran (None if it never did): the job's start-up cost."""
+    return _STARTUP
+
+
+def setup(threads: int) -> None:
+    """Logging to stderr, torch's thread count, and the start-up time stamp."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
+                        stream=sys.stderr, force=True)
+    for noisy in ("alembic", "mlflow", "urllib3", "matplotlib", "PIL"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    import torch
+
+    torch.set_num_threads(threads)
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+    global _STARTUP
+    _STARTUP = process_age_s()
+
+
+def run_cell_stage(stage: str, run_path: str, out_path: str, threads: int) -> None:
+    """Run one stage of one cell in this process (locally, or inside a cluster job)."""
+    from . import registry, stages
+    from .io import read_json, write_json
+    from .training import distributed
+
+    setup(threads)
+    registry.load_all()
+    distributed.init_from_env()  # data-parallel when launched with several tasks (RANK/WORLD_SIZE or SLURM)
+    startup = process_age_s()
+    run = read_json(run_path)
+    fn = {"train": stages.train_cell, "evaluate": stages.evaluate_cell, "diagnose": stages.diagnose_cell}[stage]
+    out = stages.timed(fn, startup, run)
+    out.update(cell=run["cell"], experiment=run["experiment"], paper=run["paper"], stage=stage,
+               world_size=distributed.world_size())
+    if distributed.rank() == 0:
+        write_json(out_path, out)
