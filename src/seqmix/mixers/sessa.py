@@ -24,12 +24,14 @@ from torch import nn
 
 from ..ops import feedback_solve as fs_ops
 from ..ops import rotary
+from ..ops.dispatch import BackendOf
 from ..registry import register_mixer
 from .base import check_divides, check_input, check_positive_int
 
 
 @register_mixer("sessa")
 class SessaMixer(nn.Module):
+    backend = BackendOf(select=lambda m: (fs_ops.OP,) if m.feedback else ())
     causal = True
     config_schema = {
         "type": "object", "additionalProperties": False,
@@ -59,7 +61,6 @@ class SessaMixer(nn.Module):
             self.proj_fb = nn.Linear(d_model, 2 * d_model, bias=True)
             self.w_gamma = nn.Linear(d_model, 1, bias=False)
             self.gamma_bias = nn.Parameter(torch.tensor(1.0))
-        self.backend = "reference"
 
     # ------------------------------------------------------------------ pieces
     def forward_branch(self, a: torch.Tensor) -> torch.Tensor:
@@ -92,7 +93,6 @@ class SessaMixer(nn.Module):
         f = self.forward_branch(a)
         if not self.feedback:
             return f
-        self.backend = fs_ops.backend_for(f)
         return fs_ops.feedback_solve(f, self.gamma(a), self.feedback_weights(a))
 
     # ------------------------------------------------------------------ decoding, O(t D) per step

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..ops import fftconv, selective_scan as ss_ops, ssd as ssd_ops
+from ..ops.dispatch import BackendOf
 from ..registry import register_mixer
 from .base import check_divides, check_input, check_positive_int, register_preset
 
@@ -68,6 +69,7 @@ class _ScanUnit(nn.Module):
     causal = True
     d_model: int
     n: int
+    backend = BackendOf(ss_ops.OP)
 
     def _scan_inputs(self, u: torch.Tensor):
         """(delta (B,L,d), A, B (B,L,G,n), C (B,L,G,n), B_bias or None, D or None)."""
@@ -77,7 +79,6 @@ class _ScanUnit(nn.Module):
         """u: (B, L, d) -> y: (B, L, d), causal."""
         check_input(u, self.d_model, type(self).__name__)
         delta, A, B, C, Bb, D = self._scan_inputs(u)
-        self.backend = ss_ops.backend_for(u)
         return ss_ops.selective_scan(u, delta, A, B, C, B_bias=Bb, D=D, disc=self.disc, chunk=self.chunk)
 
     def init_state(self, batch: int, dtype=torch.float32, device=None) -> torch.Tensor:
@@ -98,6 +99,7 @@ def _cplx(shape, std: float) -> torch.Tensor:
 @register_mixer("s4d")
 class S4D(_ScanUnit):
     """S4D unit: x_k = exp(Delta A) x_{k-1} + Delta phi1(Delta A) B u_k, y_k = Re(C x_k) (+ D u_k), per channel."""
+    backend = BackendOf(select=lambda m: (fftconv.OP,) if m.mode == "conv" else (ss_ops.OP,))
 
     config_schema = {
         "type": "object", "additionalProperties": False,
@@ -132,7 +134,6 @@ class S4D(_ScanUnit):
             self.C = nn.Parameter(torch.randn(nb, d_state))
         self.log_dt = nn.Parameter(torch.log(_log_uniform(d_model, dt_min, dt_max)))
         self.D = nn.Parameter(torch.ones(d_model)) if skip else None
-        self.backend = "reference"
 
     def _BC(self):
         B = torch.view_as_complex(self.B) if self.is_complex else self.B
@@ -162,7 +163,6 @@ class S4D(_ScanUnit):
         if self.mode == "recurrent":
             return super().forward(u)
         check_input(u, self.d_model, "S4D")
-        self.backend = fftconv.backend_for(u)
         y = fftconv.causal_conv_fft(u, self.kernel(u.shape[1]).to(u.dtype))
         return y + self.D * u if self.D is not None else y
 
@@ -205,7 +205,6 @@ class S6(_ScanUnit):
             self.dt_up = nn.Linear(r, d_model, bias=False)
         self.b = nn.Parameter(_inv_softplus(_log_uniform(d_model, dt_min, dt_max)))
         self.D = nn.Parameter(torch.ones(d_model)) if skip else None
-        self.backend = "reference"
 
     def _scan_inputs(self, u):
         logit = (u @ self.w)[..., None] if self.dt_rank == 1 else self.dt_up(self.dt_down(u))
@@ -262,7 +261,6 @@ class B2S6(_ScanUnit):
         else:
             self.B_bias = None
         self.D = nn.Parameter(torch.ones(d_model)) if skip else None
-        self.backend = "reference"
 
     def _scan_inputs(self, u):
         Bsz, L, d = u.shape
@@ -387,6 +385,7 @@ class _GatedRMSNorm(nn.Module):
 class Mamba2(nn.Module):
     """Mamba2 mixer (sessa spec §2.5): [z, xBC, dt] = in_proj(u); xBC = SiLU(conv(xBC)); SSD with a scalar
     A per head; y = out_proj(RMSNorm(y * SiLU(z)))."""
+    backend = BackendOf(select=lambda m: (ssd_ops.OP,) if m.mode == "chunked" else ())
 
     causal = True
     config_schema = {
@@ -426,7 +425,6 @@ class Mamba2(nn.Module):
         self.D = nn.Parameter(torch.ones(H))
         self.norm = _GatedRMSNorm(d_inner)
         self.out_proj = nn.Linear(d_inner, d_model, bias=False)
-        self.backend = "reference"
 
     def _split(self, zxbcdt):
         di, gn = self.d_inner, self.G * self.N
@@ -447,7 +445,6 @@ class Mamba2(nn.Module):
         dt = F.softplus(dt + self.dt_bias)
         A = -torch.exp(self.A_log)
         if self.mode == "chunked":
-            self.backend = ssd_ops.backend_for(x)
             y = ssd_ops.ssd(x, dt, A, B, C, D=self.D, chunk=self.chunk)
         else:
             y = ssd_ops.ssd_recurrent(x, dt, A, B, C, D=self.D)
