@@ -36,13 +36,19 @@ def _done(marker: Path, leaf_hash: str) -> bool:
         return False
 
 
+def _runtime(run: dict):
+    """The job's runtime (device, amp, compile, kernels) from the run config, applied to this process."""
+    from .training.runtime import Runtime
+
+    return Runtime.resolve(run.get("runtime")).activate()
+
+
 def train_cell(run: dict) -> dict:
     import torch
 
-    from .ops.backends import backend_report, backend_tag
-    from .training import distributed
-    from .training.loop import build, train
+    from .training import distributed, loop
 
+    rt = _runtime(run)
     uri = tracking.resolve_uri(run["tracking"]["uri"])
     buffers, summary = [], []
     n = len(run["leaves"])
@@ -54,33 +60,25 @@ def train_cell(run: dict) -> dict:
             summary.append(read_json(marker))
             buffers.append(out / "tracking-train.jsonl")
             continue
-        log.info("[%d/%d] %s: training (%d steps)", i, n, leaf["id"], cfg["train"]["steps"])
-        _, model = build(cfg)
-        tags = _leaf_tags(run, leaf, "train")
-        tags["backend"] = backend_tag(model)
-        log.info("%s: backends %s", leaf["id"], backend_report(model))
+        log.info("[%d/%d] %s: training (%d steps) on %s", i, n, leaf["id"], cfg["train"]["steps"], rt.device)
+        tags = dict(_leaf_tags(run, leaf, "train"), device=rt.device)
         params = tracking.flatten({k: v for k, v in cfg.items() if k in ("task", "model", "train", "eval")})
         params.update(seed=cfg["seed"], variant=cfg["variant"], point=cfg["point"])
         live = tracking.LiveRun(uri, run["paper"], f"train/{leaf['id']}", tags, params, leaf["hash"] + ".train") \
             if tracking.is_live(uri) and distributed.rank() == 0 else None
-        result = train(cfg, out, leaf["hash"], on_log=live.log if live else None)
+
+        def on_backend(report: dict, tags=tags, live=live) -> None:  # after the first step
+            tags["backend"] = ",".join(sorted(set(report.values())))
+            if live:
+                live.set_tags({"backend": tags["backend"]})
+
+        result = loop.train(cfg, out, leaf["hash"], on_log=live.log if live else None, runtime=rt,
+                            on_backend=on_backend)
+        tags.setdefault("backend", backend_tag_of(result))
         if distributed.rank() != 0:  # data-parallel: rank 0 alone writes the leaf's files
             continue
-        hist = result["history"]
-        write_json(out / "history.json", hist)
-        metrics = {name: list(zip(hist["step"], hist[name])) for name in hist if name not in ("step", "diagnostics")}
-        diag = hist.get("diagnostics") or {}
-        for name, values in diag.items():  # in-training evaluation (training loop, ``eval.every``)
-            if name != "step":
-                metrics[f"diag/{name}"] = [(s, v) for s, v in zip(diag["step"], values) if math.isfinite(v)]
-        rec = tracking.buffer_record(key=leaf["hash"] + ".train", experiment=run["paper"], run_name=f"train/{leaf['id']}",
-                                     tags=tags, params=params, metrics=metrics)
-        tracking.write_buffer(out / "tracking-train.jsonl", [rec])
-        if live:
-            live.end(rec["fingerprint"])
-        done = {"id": leaf["id"], "hash": leaf["hash"], "steps": result["steps"], "resumed_from": result["resumed_from"],
-                "seconds": result["seconds"], "final_train_loss": hist["train_loss"][-1] if hist["train_loss"] else None,
-                "torch_threads": torch.get_num_threads()}
+        done = _finish_training_leaf(run, leaf, result, tags, params, live)
+        done["torch_threads"] = torch.get_num_threads()
         write_json(marker, done)
         summary.append(done)
         buffers.append(out / "tracking-train.jsonl")
@@ -91,9 +89,34 @@ def train_cell(run: dict) -> dict:
     return {"leaves": summary}
 
 
+def backend_tag_of(result: dict) -> str:
+    return ",".join(sorted(set((result.get("backends") or {"model": "reference"}).values())))
+
+
+def _finish_training_leaf(run: dict, leaf: dict, result: dict, tags: dict, params: dict, live) -> dict:
+    """Write a trained leaf's history and tracking buffer; returns its marker (written by the caller)."""
+    out = Path(leaf["out_dir"])
+    hist = result["history"]
+    write_json(out / "history.json", hist)
+    metrics = {name: list(zip(hist["step"], hist[name])) for name in hist if name not in ("step", "diagnostics")}
+    diag = hist.get("diagnostics") or {}
+    for name, values in diag.items():  # in-training evaluation (training loop, ``eval.every``)
+        if name != "step":
+            metrics[f"diag/{name}"] = [(s, v) for s, v in zip(diag["step"], values) if math.isfinite(v)]
+    rec = tracking.buffer_record(key=leaf["hash"] + ".train", experiment=run["paper"], run_name=f"train/{leaf['id']}",
+                                 tags=tags, params=params, metrics=metrics)
+    tracking.write_buffer(out / "tracking-train.jsonl", [rec])
+    if live:
+        live.end(rec["fingerprint"])
+    return {"id": leaf["id"], "hash": leaf["hash"], "steps": result["steps"], "resumed_from": result["resumed_from"],
+            "seconds": result["seconds"], "final_train_loss": hist["train_loss"][-1] if hist["train_loss"] else None,
+            "diagnostics_seconds": result["diagnostics"]["seconds"], "backend": tags["backend"]}
+
+
 def evaluate_cell(run: dict) -> dict:
     from .training.loop import load_trained
 
+    rt = _runtime(run)
     uri = tracking.resolve_uri(run["tracking"]["uri"])
     buffers, summary = [], []
     for leaf in run["leaves"]:
@@ -102,7 +125,7 @@ def evaluate_cell(run: dict) -> dict:
         if not _done(marker, leaf["hash"]):
             if not _done(out / "train.done.json", leaf["hash"]):
                 raise RuntimeError(f"{leaf['id']}: not trained for this config (no matching {out / 'train.done.json'})")
-            task, model = load_trained(cfg, out)
+            task, model = load_trained(cfg, out, rt)
             metrics = task.evaluate(model)
             rec = tracking.buffer_record(key=leaf["hash"] + ".evaluate", experiment=run["paper"],
                                          run_name=f"evaluate/{leaf['id']}", tags=_leaf_tags(run, leaf, "evaluate"),
@@ -130,7 +153,9 @@ def diagnose_cell(run: dict) -> dict:
 
     from .report.tables import write_csv
     from .training.loop import build, load_trained
+    from .training.runtime import keep_inputs_on_device
 
+    rt = _runtime(run)
     uri = tracking.resolve_uri(run["tracking"]["uri"])
     buffers, summary, rows = [], [], []
     for leaf in run["leaves"]:
@@ -138,7 +163,11 @@ def diagnose_cell(run: dict) -> dict:
         marker = out / "diagnose.json"
         if not _done(marker, leaf["hash"]):
             trained = _done(out / "train.done.json", leaf["hash"])
-            task, model = load_trained(cfg, out) if trained else build(cfg)
+            if trained:
+                task, model = load_trained(cfg, out, rt)
+            else:  # measured at initialisation (e.g. the heads paper's Exp. II)
+                task, model = build(cfg, rt)
+                keep_inputs_on_device(model, rt)
             model.eval()
             t0 = time.perf_counter()
             result = task.diagnose(model, int(cfg["seed"]))

@@ -258,6 +258,17 @@ class LiveRun:
             log.warning("mlflow live logging failed (%s); continuing with files only", e)
             self.client = None
 
+    def set_tags(self, tags: dict[str, str]) -> None:
+        """Tags known only once the job has run a while (the backend each layer ran, after the first step)."""
+        if self.client is None:
+            return
+        try:
+            for k, v in tags.items():
+                self.client.set_tag(self.run_id, k, str(v))
+        except Exception as e:  # noqa: BLE001
+            log.warning("mlflow live tagging failed (%s); continuing with files only", e)
+            self.client = None
+
     def end(self, fingerprint: str | None, status: str = "FINISHED") -> None:
         """Close the run. With the buffer's fingerprint set, a later ``ingest`` of that buffer skips
         this run; a run that lost the server half-way has none and is replaced by the full buffer."""

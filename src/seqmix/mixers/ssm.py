@@ -7,7 +7,7 @@ Units (b2s6 spec §2.1-2.3) map u: (B, L, d) -> y: (B, L, d) with one diagonal s
              low-rank projection), B_k = B u_k and C_k = u_k^T C shared by all channels, real A.
 - ``b2s6`` : h blocks of p = d/h channels; block-wise selective Delta, B, C; a per-channel, input-independent
              bias B_bias in the input matrix; complex (default) or real (``complex=False``); ``bias=False`` is the
-             block-only variant. ``param_groups`` returns the paper's optimiser groups (spec §2.9).
+             block-only variant. ``optim_hints`` declares the paper's optimiser groups (spec §2.9).
 Blocks:
 - ``mamba``  : the Mamba-1 block, in_proj -> causal depthwise conv (4) -> SiLU -> unit -> * SiLU(z) -> out_proj,
                with the unit swappable (``unit`` = s6 | s4d | b2s6; b2s6 spec §2.7). Default unit: S6 with
@@ -278,20 +278,17 @@ class B2S6(_ScanUnit):
     def delta_parameters(self) -> list[nn.Parameter]:
         return [self.w, self.b]
 
-    def param_groups(self, lr: float, weight_decay: float, lr_ssm: float = 1e-3, lr_delta: float | None = None) -> list[dict]:
-        """AdamW groups (b2s6 spec §2.9): (a) A: lr_ssm, wd 0; (b) Delta params w, b: lr_delta
-        (default min(1e-3, 0.1 lr)), wd 0; (c) B_bias: lr_ssm, wd 0; (d) the rest: lr, weight_decay."""
-        lr_delta = min(1e-3, 0.1 * lr) if lr_delta is None else lr_delta
-        a = list(self.A.parameters())
-        delta = self.delta_parameters()
-        c = [self.B_bias] if self.B_bias is not None else []
-        special = {id(p) for p in a + delta + c}
-        rest = [p for p in self.parameters() if id(p) not in special]
-        groups = [{"params": a, "lr": lr_ssm, "weight_decay": 0.0, "name": "A"},
-                  {"params": delta, "lr": lr_delta, "weight_decay": 0.0, "name": "delta"},
-                  {"params": c, "lr": lr_ssm, "weight_decay": 0.0, "name": "B_bias"},
-                  {"params": rest, "lr": lr, "weight_decay": weight_decay, "name": "rest"}]
-        return [g for g in groups if g["params"]]
+    lr_ssm = 1e-3  # b2s6 spec §2.9: the learning rate of A and of the B bias
+
+    def optim_hints(self) -> dict[str, dict]:
+        """Per-parameter optimizer hints (seqmix.training.optim, b2s6 spec §2.9): A and B_bias at lr_ssm,
+        the Delta parameters w, b at min(1e-3, 0.1 lr); none of them decayed. The rest follow the defaults."""
+        hints = {n: {"lr": self.lr_ssm, "weight_decay": 0.0} for n, _ in self.A.named_parameters(prefix="A")}
+        names = {id(p): n for n, p in self.named_parameters()}
+        hints.update({names[id(p)]: {"lr_mult": 0.1, "lr_max": 1e-3, "weight_decay": 0.0} for p in self.delta_parameters()})
+        if self.B_bias is not None:
+            hints["B_bias"] = {"lr": self.lr_ssm, "weight_decay": 0.0}
+        return hints
 
 
 class _CausalDepthwiseConv(nn.Module):
