@@ -26,6 +26,15 @@ def _first_nonfinite(named) -> str | None:
     return None
 
 
+def _total_norm(grads: list[torch.Tensor]) -> torch.Tensor:
+    """The 2-norm of all gradients together, as ``clip_grad_norm_`` computes it (the same value, so clipping
+    with it is bit-identical); one fused per-tensor norm when they share a device and dtype."""
+    first = grads[0]
+    if all(g.device == first.device and g.dtype == first.dtype for g in grads):
+        return torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+    return torch.nn.utils.get_total_norm(grads)
+
+
 class StepGuard:
     def __init__(self, model: torch.nn.Module, grad_clip: float | None = None):
         self.named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
@@ -35,9 +44,10 @@ class StepGuard:
     def check(self, step: int, loss: torch.Tensor) -> torch.Tensor:
         """Raise NonFiniteError when the loss or a gradient is not finite; clip when asked. Returns the norm."""
         grads = [p.grad for p in self.params if p.grad is not None]
-        norm = torch.nn.utils.get_total_norm(grads) if grads else loss.new_zeros(())
-        ok = torch.isfinite(loss.detach()).all() & torch.isfinite(norm)
-        if not bool(ok):  # the step's one host sync
+        norm = _total_norm(grads) if grads else loss.new_zeros(())
+        # NaN/Inf anywhere in the loss or the gradients makes this sum non-finite (an overflow of a finite
+        # sum is told apart afterwards)
+        if not bool(torch.isfinite(norm + loss.detach().sum())):  # the step's one host sync
             self._name_the_culprit(step, loss)
         if self.clip is not None and grads:
             torch.nn.utils.clip_grads_with_norm_(self.params, self.clip, norm)
