@@ -226,3 +226,28 @@ def test_backend_is_reported_after_the_first_step(tmp_path):
     result = loop.train(cfg, tmp_path, config_hash(cfg), on_backend=seen.append)
     assert len(seen) == 1 and seen[0] == result["backends"]
     assert set(seen[0].values()) == {"reference"} and any("mixer" in k for k in seen[0])
+
+
+# ----------------------------------------------------------------------------- allocator settings for jobs
+
+def test_allocator_tunables_are_added_unless_malloc_is_already_set(monkeypatch):
+    from seqmix.training import allocator
+
+    assert allocator.tunables("") == allocator.GLIBC_TUNABLES
+    assert allocator.tunables("glibc.rtld.nns=2") == "glibc.rtld.nns=2:" + allocator.GLIBC_TUNABLES
+    assert allocator.tunables("glibc.malloc.arena_max=1") == "glibc.malloc.arena_max=1"  # the user's choice
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    assert allocator.apply_to_environ() == allocator.GLIBC_TUNABLES
+    import os
+
+    assert os.environ["GLIBC_TUNABLES"] == allocator.GLIBC_TUNABLES
+
+
+def test_submitit_jobs_get_the_allocator_settings(tmp_path, monkeypatch):
+    from seqmix.dispatch import executor_for
+    from seqmix.training import allocator
+
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    settings = {"cluster": "local", "folder": str(tmp_path), "resources": {"default": {"timeout_min": 1}}}
+    ex = executor_for(settings, "train", "job")
+    assert ex._executor.parameters["setup"] == [f"export GLIBC_TUNABLES={allocator.GLIBC_TUNABLES}"]
