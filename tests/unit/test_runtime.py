@@ -251,3 +251,19 @@ def test_submitit_jobs_get_the_allocator_settings(tmp_path, monkeypatch):
     settings = {"cluster": "local", "folder": str(tmp_path), "resources": {"default": {"timeout_min": 1}}}
     ex = executor_for(settings, "train", "job")
     assert ex._executor.parameters["setup"] == [f"export GLIBC_TUNABLES={allocator.GLIBC_TUNABLES}"]
+
+
+def test_cpu_batches_reach_a_model_on_another_device():
+    """Evaluation and in-training diagnostics feed CPU batches; on a GPU runtime the hooks move them (the
+    'meta' device stands in for CUDA here) and take them off again after the block."""
+    from seqmix.training.runtime import cpu_batches, keep_inputs_on_device
+
+    class Where(torch.nn.Module):
+        def forward(self, x, *, y=None):
+            return {"x": str(x.device), "y": str(y.device)}
+
+    model, elsewhere = Where(), Runtime(device="meta")
+    with cpu_batches(model, elsewhere):
+        assert model(torch.zeros(1), y=torch.zeros(1)) == {"x": "meta", "y": "meta"}
+    assert model(torch.zeros(1), y=torch.zeros(1)) == {"x": "cpu", "y": "cpu"}
+    assert keep_inputs_on_device(model, Runtime()) == []  # nothing to do on the CPU

@@ -23,7 +23,7 @@ from ..models import build_model
 from ..registry import get_task
 from .guard import NonFiniteError, StepGuard  # noqa: F401  (NonFiniteError is part of this module's API)
 from .optim import build_optimizer, build_scheduler
-from .runtime import Runtime, keep_inputs_on_device
+from .runtime import Runtime, cpu_batches, keep_inputs_on_device
 
 log = logging.getLogger("seqmix.train")
 
@@ -64,10 +64,10 @@ class _Diagnostics:
     """In-training evaluation (``eval.every``): recorded in ``history["diagnostics"]``, timed, and off when
     ``eval.every`` is 0/null or the task has no ``diagnostics(model)``."""
 
-    def __init__(self, cfg: dict, task, model, history: dict, on_log):
+    def __init__(self, cfg: dict, task, model, history: dict, on_log, runtime: Runtime):
         every = (cfg.get("eval") or {}).get("every")
         self.every = int(every) if every and hasattr(task, "diagnostics") else 0
-        self.task, self.model, self.history, self.on_log = task, model, history, on_log
+        self.task, self.model, self.history, self.on_log, self.runtime = task, model, history, on_log, runtime
         self.seconds, self.calls = 0.0, 0
 
     def __call__(self, done: int, steps: int) -> None:
@@ -77,7 +77,8 @@ class _Diagnostics:
         if diag["step"] and diag["step"][-1] >= done:
             return
         t0 = time.perf_counter()
-        row = {k: float(v) for k, v in self.task.diagnostics(self.model).items()}
+        with cpu_batches(self.model, self.runtime):  # tasks build their probes on the CPU
+            row = {k: float(v) for k, v in self.task.diagnostics(self.model).items()}
         diag["step"].append(done)
         for name, value in row.items():
             diag.setdefault(name, []).append(value)
@@ -116,7 +117,7 @@ def train(cfg: dict, out_dir: str | Path, config_hash: str,
     if resumed:
         history = resumed["history"]
     start = resumed["step"] if resumed else 0
-    diagnose = _Diagnostics(cfg, task, model, history, on_log)
+    diagnose = _Diagnostics(cfg, task, model, history, on_log, rt)
     t0 = time.perf_counter()
     model.train()
     if start == 0:
@@ -198,4 +199,5 @@ def load_trained(cfg: dict, out_dir: str | Path, runtime: Runtime | None = None)
     task, model = build(cfg, rt)
     model.load_state_dict(torch.load(Path(out_dir) / "model.pt", weights_only=True, map_location=rt.torch_device))
     model.eval()
-    return task, keep_inputs_on_device(model, rt)
+    keep_inputs_on_device(model, rt)
+    return task, model

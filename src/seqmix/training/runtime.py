@@ -132,13 +132,24 @@ def move(obj: Any, device: torch.device) -> Any:
     return obj
 
 
-def keep_inputs_on_device(model: torch.nn.Module, runtime: Runtime) -> torch.nn.Module:
+def keep_inputs_on_device(model: torch.nn.Module, runtime: Runtime) -> list:
     """For evaluation code that feeds CPU batches to ``model(...)``: move its inputs to the runtime's device
-    and its outputs back to the CPU. No hooks on CPU."""
+    and its outputs back to the CPU. No hooks on CPU. Returns the hook handles (``.remove()`` undoes it)."""
     if runtime.device == "cpu":
-        return model
+        return []
     cpu = torch.device("cpu")
-    model.register_forward_pre_hook(lambda m, args, kwargs: (move(args, runtime.torch_device),
-                                                             move(kwargs, runtime.torch_device)), with_kwargs=True)
-    model.register_forward_hook(lambda m, args, out: move(out, cpu))
-    return model
+    return [model.register_forward_pre_hook(lambda m, args, kwargs: (move(args, runtime.torch_device),
+                                                                     move(kwargs, runtime.torch_device)),
+                                            with_kwargs=True),
+            model.register_forward_hook(lambda m, args, out: move(out, cpu))]
+
+
+@contextlib.contextmanager
+def cpu_batches(model: torch.nn.Module, runtime: Runtime):
+    """``keep_inputs_on_device`` for the duration of a block (in-training diagnostics on a GPU model)."""
+    handles = keep_inputs_on_device(model, runtime)
+    try:
+        yield model
+    finally:
+        for h in handles:
+            h.remove()
