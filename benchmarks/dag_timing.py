@@ -1,10 +1,13 @@
-"""Per-rule time of a finished DAG and the share of it spent starting processes.
+"""Per-rule time of a finished DAG and its split: process start-up, MLflow, training, other.
 
-Reads what every job leaves behind: Snakemake's benchmark files (wall seconds per job) and the
-`seqmix-timing` line each CLI job writes to its rule log (start-up = interpreter + imports until the
-work begins; work = the rest). Usage, after `make reproduce`:
+Reads what every job leaves behind: Snakemake's benchmark files (wall seconds per job) and the lines the
+CLI jobs write to their rule logs: `seqmix-timing` (start-up = interpreter + imports until the work
+begins; work = the rest), `seqmix-ingest s=` (MLflow ingest, mlflow import included) and `seqmix-train s=`
+(the training loops of a train job). The MLflow share is the ingests plus the `mlflow_init` job;
+"other" is the rest of the job-seconds (evaluation, diagnostics, tables, figures, claims, Snakemake's
+run-config jobs). Usage, after `make reproduce`:
 
-    python benchmarks/dag_timing.py --results results [--markdown benchmarks/RESULTS.md]
+    python benchmarks/dag_timing.py --results results [--elapsed SECONDS] [--markdown benchmarks/RESULTS.md]
 """
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ from pathlib import Path
 import pandas as pd
 
 TIMING = re.compile(r"seqmix-timing cmd=(\S+) startup_s=([0-9.]+) work_s=([0-9.]+)")
+INGEST = re.compile(r"seqmix-ingest s=([0-9.]+)")
+TRAIN = re.compile(r"seqmix-train s=([0-9.]+)")
 
 
 def rule_of(bench: Path, results: Path) -> tuple[str, str]:
@@ -36,20 +41,40 @@ def collect(results: Path) -> pd.DataFrame:
         wall = float(df["s"].iloc[-1])
         log = Path(str(bench).replace("/benchmarks/", "/logs/")).with_suffix(".log")
         startup = work = None
+        ingest = train = 0.0
         if log.exists():
-            m = TIMING.findall(log.read_text())
+            text = log.read_text()
+            m = TIMING.findall(text)
             if m:
                 startup, work = float(m[-1][1]), float(m[-1][2])
+            ingest = sum(float(v) for v in INGEST.findall(text))
+            train = sum(float(v) for v in TRAIN.findall(text))
         rule, job = rule_of(bench, results)
-        rows.append({"rule": rule, "job": job, "wall_s": wall, "startup_s": startup, "work_s": work})
+        if rule == "mlflow_init":  # creating the store is MLflow's cost as a whole
+            ingest = wall - (startup or 0.0)
+        rows.append({"rule": rule, "job": job, "wall_s": wall, "startup_s": startup, "work_s": work,
+                     "ingest_s": ingest, "train_s": train})
     return pd.DataFrame(rows)
 
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
     g = df.groupby("rule").agg(jobs=("wall_s", "size"), wall_total_s=("wall_s", "sum"), wall_mean_s=("wall_s", "mean"),
-                               startup_total_s=("startup_s", "sum"))
+                               startup_total_s=("startup_s", "sum"), ingest_total_s=("ingest_s", "sum"),
+                               train_total_s=("train_s", "sum"))
     g["startup_share"] = g["startup_total_s"] / g["wall_total_s"]
     return g.sort_values("wall_total_s", ascending=False)
+
+
+def split_line(df: pd.DataFrame, elapsed: float | None = None) -> str:
+    """One sentence: job-seconds split into start-up, MLflow, training and other."""
+    total = df["wall_s"].sum()
+    parts = {"start-up": df["startup_s"].fillna(0).sum(), "MLflow (init + ingest)": df["ingest_s"].sum(),
+             "training": df["train_s"].sum()}
+    parts["other"] = total - sum(parts.values())
+    text = ", ".join(f"{k} {v:.1f} s ({v / total:.0%})" for k, v in parts.items())
+    head = f"{len(df)} jobs, {total:.1f} job-seconds" + (f" in {elapsed:.0f} s of wall clock" if elapsed else "")
+    both = parts["start-up"] + parts["MLflow (init + ingest)"]
+    return f"{head}: {text}; start-up + MLflow = {both / total:.0%}."
 
 
 def main() -> None:
@@ -57,15 +82,14 @@ def main() -> None:
     ap.add_argument("--results", default="results")
     ap.add_argument("--markdown", help="append the table to this Markdown file")
     ap.add_argument("--title", default="DAG timing")
+    ap.add_argument("--elapsed", type=float, help="the DAG's wall-clock seconds (Snakemake's), to report too")
     args = ap.parse_args()
     df = collect(Path(args.results))
     if df.empty:
         raise SystemExit(f"no benchmark files under {args.results}; run the DAG first")
     table = summarise(df)
-    total, startup = df["wall_s"].sum(), df["startup_s"].fillna(0).sum()
     text = (table.round(3).to_markdown() if hasattr(table, "to_markdown") and _has_tabulate() else table.round(3).to_string())
-    summary = (f"{len(df)} jobs, {total:.1f} job-seconds in all, of which {startup:.1f} s ({startup / total:.0%}) "
-               f"were process start-up (interpreter + torch import).")
+    summary = split_line(df, args.elapsed)
     print(text)
     print(summary)
     if args.markdown:

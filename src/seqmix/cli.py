@@ -101,7 +101,7 @@ def _log_paper_artefacts(run: dict, files: list[str]) -> None:
                                  params={}, metrics={}, artifacts=[str(Path(f).resolve()) for f in files])
     buf = Path(run["results"]) / run["paper"] / "tracking-artefacts.jsonl"
     tracking.write_buffer(buf, [rec])
-    tracking.ingest([buf], uri, run["results"])
+    tracking.ingest(tracking.paper_buffers(run["results"], run["paper"]) + [buf], uri, run["results"])
 
 
 def cmd_mlflow_init(args):

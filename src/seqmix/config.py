@@ -20,6 +20,7 @@ import yaml
 from .io import config_hash
 
 SCALES = ("tiny", "cpu", "paper")
+RUNTIME_KEYS = ("device", "dtype", "amp", "compile", "kernels")  # global keys a job's Runtime is built from
 SCHEMA_DIR_DEFAULT = Path(__file__).resolve().parents[2] / "workflow" / "schemas"
 
 
@@ -218,6 +219,7 @@ def cell_run_config(paper: str, experiment: str, cell: str, leaves: list[Leaf], 
         "scale": scale,
         "results": globals_["results"],
         "tracking": globals_["tracking"],
+        "runtime": {k: globals_[k] for k in RUNTIME_KEYS if k in globals_},  # resolved in the job (training.runtime)
         "leaves": [{"id": l.id, "hash": l.hash, "out_dir": str(l.out_dir(globals_["results"])), "config": l.config}
                    for l in leaves],
     }
@@ -267,6 +269,10 @@ def load_all(config: dict, root: str | Path = ".", config_file: str = "config/co
         raise ConfigError(config_file, "tracking.uri",
                           "SQLite tracking with SLURM dispatch is unsafe on a network filesystem; use an "
                           "http(s) MLflow server, or set tracking.results_on_local_disk: true on a one-node cluster")
+    if config.get("device") == "cuda":  # imports torch only then: the Snakefile's start-up stays light
+        from .training.runtime import check_settings
+
+        check_settings(config, config_file)
     papers = {}
     for p in config["papers"]:
         papers[p] = load_paper(root / "config" / "papers" / f"{p}.yaml", config["scale"], schema_dir)

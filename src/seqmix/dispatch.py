@@ -53,6 +53,10 @@ def executor_for(settings: dict, stage: str, job_name: str) -> submitit.Executor
         params["mem_gb"] = res["mem_gb"]
     if res.get("gpus_per_node"):
         params["gpus_per_node"] = res["gpus_per_node"]
+    if ex.cluster in ("slurm", "local"):  # the job's allocator settings (seqmix.training.allocator)
+        from .training.allocator import tunables
+
+        params[f"{ex.cluster}_setup"] = [f"export GLIBC_TUNABLES={tunables()}"]
     if ex.cluster == "slurm":
         if res.get("partition"):
             params["slurm_partition"] = res["partition"]

@@ -51,9 +51,10 @@ def run_cell_stage(stage: str, run_path: str, out_path: str, threads: int) -> No
 
     setup(threads)
     registry.load_all()
-    distributed.init_from_env()  # data-parallel when launched with several tasks (RANK/WORLD_SIZE or SLURM)
-    startup = process_age_s()
     run = read_json(run_path)
+    # data-parallel when launched with several tasks (RANK/WORLD_SIZE or SLURM); NCCL only for a CUDA runtime
+    distributed.init_from_env((run.get("runtime") or {}).get("device", "cpu"))
+    startup = process_age_s()
     fn = {"train": stages.train_cell, "evaluate": stages.evaluate_cell, "diagnose": stages.diagnose_cell}[stage]
     out = stages.timed(fn, startup, run)
     out.update(cell=run["cell"], experiment=run["experiment"], paper=run["paper"], stage=stage,

@@ -4,7 +4,8 @@ Every stage:
 - skips a leaf whose completion marker carries the leaf's config hash (a half-written leaf, with no
   marker or one of another config, is rebuilt; training resumes from its checkpoint),
 - writes its per-leaf files atomically, the marker last,
-- buffers MLflow records per leaf and ingests them at the end of the job,
+- buffers MLflow records per leaf (ingested by the job itself with a tracking server, else by the paper's
+  claims step, see ``tracking.ingest_now``),
 - writes the cell's summary (the rule's output) last, with the job's timing.
 """
 from __future__ import annotations
@@ -36,15 +37,21 @@ def _done(marker: Path, leaf_hash: str) -> bool:
         return False
 
 
+def _runtime(run: dict):
+    """The job's runtime (device, amp, compile, kernels) from the run config, applied to this process."""
+    from .training.runtime import Runtime
+
+    return Runtime.resolve(run.get("runtime")).activate()
+
+
 def train_cell(run: dict) -> dict:
     import torch
 
-    from .ops.backends import backend_report, backend_tag
-    from .training import distributed
-    from .training.loop import build, train
+    from .training import distributed, loop
 
+    rt = _runtime(run)
     uri = tracking.resolve_uri(run["tracking"]["uri"])
-    buffers, summary = [], []
+    buffers, summary, trained_s = [], [], 0.0
     n = len(run["leaves"])
     for i, leaf in enumerate(run["leaves"], 1):
         out, cfg = Path(leaf["out_dir"]), leaf["config"]
@@ -54,46 +61,65 @@ def train_cell(run: dict) -> dict:
             summary.append(read_json(marker))
             buffers.append(out / "tracking-train.jsonl")
             continue
-        log.info("[%d/%d] %s: training (%d steps)", i, n, leaf["id"], cfg["train"]["steps"])
-        _, model = build(cfg)
-        tags = _leaf_tags(run, leaf, "train")
-        tags["backend"] = backend_tag(model)
-        log.info("%s: backends %s", leaf["id"], backend_report(model))
+        log.info("[%d/%d] %s: training (%d steps) on %s", i, n, leaf["id"], cfg["train"]["steps"], rt.device)
+        tags = dict(_leaf_tags(run, leaf, "train"), device=rt.device)
         params = tracking.flatten({k: v for k, v in cfg.items() if k in ("task", "model", "train", "eval")})
         params.update(seed=cfg["seed"], variant=cfg["variant"], point=cfg["point"])
         live = tracking.LiveRun(uri, run["paper"], f"train/{leaf['id']}", tags, params, leaf["hash"] + ".train") \
             if tracking.is_live(uri) and distributed.rank() == 0 else None
-        result = train(cfg, out, leaf["hash"], on_log=live.log if live else None)
+
+        def on_backend(report: dict, tags=tags, live=live) -> None:  # after the first step
+            tags["backend"] = ",".join(sorted(set(report.values())))
+            if live:
+                live.set_tags({"backend": tags["backend"]})
+
+        result = loop.train(cfg, out, leaf["hash"], on_log=live.log if live else None, runtime=rt,
+                            on_backend=on_backend)
+        trained_s += result["seconds"]
+        tags.setdefault("backend", backend_tag_of(result))
         if distributed.rank() != 0:  # data-parallel: rank 0 alone writes the leaf's files
             continue
-        hist = result["history"]
-        write_json(out / "history.json", hist)
-        metrics = {name: list(zip(hist["step"], hist[name])) for name in hist if name not in ("step", "diagnostics")}
-        diag = hist.get("diagnostics") or {}
-        for name, values in diag.items():  # in-training evaluation (training loop, ``eval.every``)
-            if name != "step":
-                metrics[f"diag/{name}"] = [(s, v) for s, v in zip(diag["step"], values) if math.isfinite(v)]
-        rec = tracking.buffer_record(key=leaf["hash"] + ".train", experiment=run["paper"], run_name=f"train/{leaf['id']}",
-                                     tags=tags, params=params, metrics=metrics)
-        tracking.write_buffer(out / "tracking-train.jsonl", [rec])
-        if live:
-            live.end(rec["fingerprint"])
-        done = {"id": leaf["id"], "hash": leaf["hash"], "steps": result["steps"], "resumed_from": result["resumed_from"],
-                "seconds": result["seconds"], "final_train_loss": hist["train_loss"][-1] if hist["train_loss"] else None,
-                "torch_threads": torch.get_num_threads()}
+        done = _finish_training_leaf(run, leaf, result, tags, params, live)
+        done["torch_threads"] = torch.get_num_threads()
         write_json(marker, done)
         summary.append(done)
         buffers.append(out / "tracking-train.jsonl")
         log.info("[%d/%d] %s: done in %.1f s (final train loss %.3g)", i, n, leaf["id"], result["seconds"],
                  done["final_train_loss"] or float("nan"))
-    if distributed.rank() == 0:
+    if distributed.rank() == 0 and tracking.ingest_now(uri):
         tracking.ingest(buffers, uri, run["results"])
+    log.info("seqmix-train s=%.3f", trained_s)  # the training share of this job (benchmarks/dag_timing.py)
     return {"leaves": summary}
+
+
+def backend_tag_of(result: dict) -> str:
+    return ",".join(sorted(set((result.get("backends") or {"model": "reference"}).values())))
+
+
+def _finish_training_leaf(run: dict, leaf: dict, result: dict, tags: dict, params: dict, live) -> dict:
+    """Write a trained leaf's history and tracking buffer; returns its marker (written by the caller)."""
+    out = Path(leaf["out_dir"])
+    hist = result["history"]
+    write_json(out / "history.json", hist)
+    metrics = {name: list(zip(hist["step"], hist[name])) for name in hist if name not in ("step", "diagnostics")}
+    diag = hist.get("diagnostics") or {}
+    for name, values in diag.items():  # in-training evaluation (training loop, ``eval.every``)
+        if name != "step":
+            metrics[f"diag/{name}"] = [(s, v) for s, v in zip(diag["step"], values) if math.isfinite(v)]
+    rec = tracking.buffer_record(key=leaf["hash"] + ".train", experiment=run["paper"], run_name=f"train/{leaf['id']}",
+                                 tags=tags, params=params, metrics=metrics)
+    tracking.write_buffer(out / "tracking-train.jsonl", [rec])
+    if live:
+        live.end(rec["fingerprint"])
+    return {"id": leaf["id"], "hash": leaf["hash"], "steps": result["steps"], "resumed_from": result["resumed_from"],
+            "seconds": result["seconds"], "final_train_loss": hist["train_loss"][-1] if hist["train_loss"] else None,
+            "diagnostics_seconds": result["diagnostics"]["seconds"], "backend": tags["backend"]}
 
 
 def evaluate_cell(run: dict) -> dict:
     from .training.loop import load_trained
 
+    rt = _runtime(run)
     uri = tracking.resolve_uri(run["tracking"]["uri"])
     buffers, summary = [], []
     for leaf in run["leaves"]:
@@ -102,7 +128,7 @@ def evaluate_cell(run: dict) -> dict:
         if not _done(marker, leaf["hash"]):
             if not _done(out / "train.done.json", leaf["hash"]):
                 raise RuntimeError(f"{leaf['id']}: not trained for this config (no matching {out / 'train.done.json'})")
-            task, model = load_trained(cfg, out)
+            task, model = load_trained(cfg, out, rt)
             metrics = task.evaluate(model)
             rec = tracking.buffer_record(key=leaf["hash"] + ".evaluate", experiment=run["paper"],
                                          run_name=f"evaluate/{leaf['id']}", tags=_leaf_tags(run, leaf, "evaluate"),
@@ -116,7 +142,8 @@ def evaluate_cell(run: dict) -> dict:
         cfg = leaf["config"]
         summary.append({"id": leaf["id"], "hash": leaf["hash"], "variant": cfg["variant"], "point": cfg["point"],
                         "sweep_value": cfg.get("sweep_value"), "seed": cfg["seed"], **m["metrics"]})
-    tracking.ingest(buffers, uri, run["results"])
+    if tracking.ingest_now(uri):
+        tracking.ingest(buffers, uri, run["results"])
     return {"leaves": summary}
 
 
@@ -131,7 +158,9 @@ def diagnose_cell(run: dict) -> dict:
     from .diagnostics.probes import diagnose
     from .report.tables import write_csv
     from .training.loop import build, load_trained
+    from .training.runtime import keep_inputs_on_device
 
+    rt = _runtime(run)
     uri = tracking.resolve_uri(run["tracking"]["uri"])
     buffers, summary, rows = [], [], []
     for leaf in run["leaves"]:
@@ -139,7 +168,11 @@ def diagnose_cell(run: dict) -> dict:
         marker = out / "diagnose.json"
         if not _done(marker, leaf["hash"]):
             trained = _done(out / "train.done.json", leaf["hash"])
-            task, model = load_trained(cfg, out) if trained else build(cfg)
+            if trained:
+                task, model = load_trained(cfg, out, rt)
+            else:  # measured at initialisation (e.g. the heads paper's Exp. II)
+                task, model = build(cfg, rt)
+                keep_inputs_on_device(model, rt)
             model.eval()
             t0 = time.perf_counter()
             result = diagnose(task, model, int(cfg["seed"]))
@@ -160,7 +193,8 @@ def diagnose_cell(run: dict) -> dict:
                "model": (cfg.get("model", {}).get("mixer") or {}).get("name", cfg.get("model", {}).get("name"))}
         rows.extend({**key, **r} for r in leaf_rows)
         summary.append({**key, **read_json(marker)})
-    tracking.ingest(buffers, uri, run["results"])
+    if tracking.ingest_now(uri):
+        tracking.ingest(buffers, uri, run["results"])
     return {"leaves": summary, "rows": rows}
 
 

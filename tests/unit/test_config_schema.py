@@ -70,7 +70,7 @@ def _local_disk_false(g):
 # (id, global mutation, paper mutation, file, keypath, fragments of the message)
 CASES = [
     ("unknown-top-level-key", lambda g: g.update(bogus_key=1), None,
-     CONFIG, "", ["'bogus_key' was unexpected", "allowed keys: device, dispatch, papers"]),
+     CONFIG, "", ["'bogus_key' was unexpected", "allowed keys: amp, compile, device, dispatch, dtype, kernels, papers"]),
     ("unknown-scale", lambda g: g.update(scale="huge"), None,
      CONFIG, "scale", ["'huge' is not one of ['tiny', 'cpu', 'paper']"]),
     ("unknown-paper-id", lambda g: g.update(papers=["heads", "nope"]), None,

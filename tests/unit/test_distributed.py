@@ -1,5 +1,7 @@
-"""Data-parallel training: 2 gloo processes on CPU follow the loss curve of 1 process (same global batch
-and seed), and only rank 0 writes files."""
+"""Data-parallel training (DistributedDataParallel): 2 gloo processes on CPU follow the loss curve and end with
+the weights of 1 process (same global batch and seed) within floating-point tolerance, for tensor batches
+(heads) and structured ones (superposition: a tuple input and a dataclass target); only rank 0 writes files;
+gloo is chosen for a CPU runtime and NCCL only for a CUDA one."""
 from __future__ import annotations
 
 import json
@@ -31,7 +33,20 @@ def _run(results: Path) -> dict:
     return cell_run_config("heads", name, cell, leaves, "tiny", {"results": str(results), "tracking": {"uri": "none"}})
 
 
-def _launch(run: dict, tmp: Path, world: int) -> list[subprocess.CompletedProcess]:
+def _superposition_run(results: Path) -> dict:
+    paper = load_yaml(ROOT / "config" / "papers" / "superposition.yaml")
+    exp = paper["experiments"]["e1"]
+    paper["experiments"] = {"e1": exp}
+    exp["variants"] = {"sup": exp["variants"]["sup"]}
+    exp["scales"]["tiny"].update(seeds=[42], cell_size=1)
+    exp["scales"]["tiny"]["set"].update(train={"steps": 40, "batch": 64, "log_every": 5, "checkpoint_every": 40},
+                                        eval={"every": 0})
+    (name, cell), leaves = next(iter(expand_cells("superposition", paper, "tiny").items()))
+    return cell_run_config("superposition", name, cell, leaves, "tiny",
+                           {"results": str(results), "tracking": {"uri": "none"}, "device": "cpu"})
+
+
+def _launch(run: dict, tmp: Path, world: int, force_gloo: bool = True) -> list[subprocess.CompletedProcess]:
     run_path = tmp / "run.json"
     run_path.write_text(json.dumps(run))
     with socket.socket() as s:
@@ -42,7 +57,11 @@ def _launch(run: dict, tmp: Path, world: int) -> list[subprocess.CompletedProces
         env = dict(os.environ, OMP_NUM_THREADS="1")
         if world > 1:
             env.update(RANK=str(r), WORLD_SIZE=str(world), LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
-                       MASTER_PORT=str(port), SEQMIX_DIST_BACKEND="gloo")
+                       MASTER_PORT=str(port))
+            if force_gloo:
+                env["SEQMIX_DIST_BACKEND"] = "gloo"
+            else:
+                env.pop("SEQMIX_DIST_BACKEND", None)
         procs.append(subprocess.Popen([sys.executable, "-m", "seqmix", "train", "--run", str(run_path),
                                        "--out", str(tmp / "cell.json")], env=env, stderr=subprocess.PIPE, text=True))
     out = []
@@ -71,6 +90,52 @@ def test_two_gloo_processes_equal_one(tmp_path):
     assert json.loads((two / "cell.json").read_text())["world_size"] == 2
     # the curve is a real training curve, not a constant
     assert h2["train_loss"][-1] < 0.5 * h2["train_loss"][0]
+
+
+def test_structured_batches_two_processes_equal_one(tmp_path):
+    """The cascade's batches are ((adj, root), GraphBatch): every tensor is sharded; the backend comes from the
+    runtime's device (cpu -> gloo), not from the environment."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir(), two.mkdir()
+    runs = {d: _superposition_run(d / "results") for d in (one, two)}
+    for r in _launch(runs[one], one, 1) + _launch(runs[two], two, 2, force_gloo=False):
+        assert r.returncode == 0, r.stderr[-3000:]
+    leaf1, leaf2 = (Path(runs[d]["leaves"][0]["out_dir"]) for d in (one, two))
+    h1, h2 = (json.loads((leaf / "history.json").read_text()) for leaf in (leaf1, leaf2))
+    assert h1["step"] == h2["step"] == [5, 10, 15, 20, 25, 30, 35, 40]
+    assert torch.allclose(torch.tensor(h1["train_loss"]), torch.tensor(h2["train_loss"]), rtol=1e-4, atol=1e-6)
+    m1, m2 = (torch.load(leaf / "model.pt", weights_only=True) for leaf in (leaf1, leaf2))
+    assert m1.keys() == m2.keys() and all(torch.allclose(m1[k], m2[k], rtol=1e-4, atol=1e-5) for k in m1)
+    from seqmix.training.loop import build
+
+    _, init = build(runs[two]["leaves"][0]["config"])  # the run trained: weights moved from the init
+    assert max((m2[k] - v).abs().max().item() for k, v in init.state_dict().items()) > 1e-3
+
+
+@pytest.mark.parametrize("device,expected", [("cpu", "gloo"), ("cuda", "nccl"), ("cuda:1", "nccl")])
+def test_backend_follows_the_runtime_device(monkeypatch, device, expected):
+    chosen = []
+    monkeypatch.setattr(distributed.dist, "is_initialized", lambda: False)
+    monkeypatch.setattr(distributed.dist, "init_process_group", lambda backend: chosen.append(backend))
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.delenv("SEQMIX_DIST_BACKEND", raising=False)
+    assert distributed.init_from_env(device) is True
+    assert chosen == [expected]
+
+
+def test_wrap_is_the_model_itself_when_alone():
+    model = torch.nn.Linear(2, 2)
+    assert distributed.wrap(model) is model
+    assert torch.equal(distributed.mean(torch.tensor(3.0)), torch.tensor(3.0))
+
+
+def test_shard_slices_structured_batches():
+    from seqmix.tasks.reachability import GraphBatch
+
+    b = GraphBatch(torch.arange(8).reshape(4, 2), torch.arange(4), torch.zeros(4, 3), torch.arange(4))
+    parts = [distributed.shard(((b.adj, b.root), b), r, 2) for r in range(2)]
+    assert torch.equal(parts[1][0][0], b.adj[2:]) and torch.equal(parts[1][1].V, b.V[2:])
+    assert isinstance(parts[0][1], GraphBatch) and len(parts[0][1]) == 2
 
 
 def test_shard_slices_the_global_batch():

@@ -13,8 +13,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from seqmix.models.lm import DecoderLM, optimizer_groups
+from seqmix.models.lm import DecoderLM
 from seqmix.tasks.assoc_recall import AssocRecall
+from seqmix.training.optim import param_groups
 
 OPTIONS = {
     "softmax_attention": {}, "nope": {}, "rope": {}, "rope_qkv": {}, "alibi": {}, "so2_random_qk": {},
@@ -35,7 +36,7 @@ def train_once(name: str, steps: int = 200) -> tuple[float, float]:
     torch.manual_seed(0)
     block = "gated" if name.startswith("sessa") else "residual_mlp"
     model = DecoderLM(**task.model_inputs(), d_model=32, n_layers=2, mixer={"name": name, **OPTIONS[name]}, block=block)
-    opt = torch.optim.AdamW(optimizer_groups(model, 3e-3, 0.0))
+    opt = torch.optim.AdamW(param_groups(model, 3e-3, 0.0))
     for step in range(steps):
         x, y = task.batch(0, step, 0, 32)
         loss = task.loss(model(x), y)

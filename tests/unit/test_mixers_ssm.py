@@ -7,7 +7,7 @@ import torch
 
 from seqmix.mixers.base import build_mixer
 from seqmix.mixers.ssm import B2S6, S4D, S6, Mamba2, MambaBlock
-from seqmix.models.lm import optimizer_groups
+from seqmix.training.optim import param_groups
 
 from theory.oracles import rel_err, selective_scan_loop
 
@@ -90,19 +90,25 @@ def test_b2s6_block_only_rank_and_bias_rank():
 
 
 def test_b2s6_param_groups():
+    """B2S6's optim_hints (spec §2.9) become optimizer groups: A and B_bias at lr_ssm, Delta (w, b) at
+    min(1e-3, 0.1 lr), none decayed; the rest at (lr, weight_decay) except biases/1-d tensors."""
     m = B2S6(8, blocks=2, d_state=3)
-    groups = m.param_groups(lr=0.01, weight_decay=0.05)
-    by = {g["name"]: g for g in groups}
-    assert by["delta"]["lr"] == pytest.approx(1e-3) and by["delta"]["weight_decay"] == 0
-    assert {id(p) for p in by["delta"]["params"]} == {id(m.w), id(m.b)}
-    assert by["A"]["weight_decay"] == 0 and by["B_bias"]["weight_decay"] == 0
-    assert by["rest"]["lr"] == 0.01 and by["rest"]["weight_decay"] == 0.05
+    groups = param_groups(m, lr=0.01, weight_decay=0.05)
+    lr_of = {id(p): (g["lr"], g["weight_decay"]) for g in groups for p in g["params"]}
+    assert lr_of[id(m.w)] == lr_of[id(m.b)] == (pytest.approx(1e-3), 0.0)
+    assert all(lr_of[id(p)] == (m.lr_ssm, 0.0) for p in m.A.parameters())
+    assert lr_of[id(m.B_bias)] == (m.lr_ssm, 0.0)
+    assert lr_of[id(m.C)] == (0.01, 0.05) and lr_of[id(m.B_w)] == (0.01, 0.05)
+    low = {id(p): g["lr"] for g in param_groups(m, lr=1e-3, weight_decay=0.0) for p in g["params"]}
+    assert low[id(m.w)] == pytest.approx(1e-4)  # 0.1 lr when that is below the 1e-3 cap
     ids = [id(p) for g in groups for p in g["params"]]
     assert sorted(ids) == sorted(id(p) for p in m.parameters())
     blk = MambaBlock(8, unit="b2s6", unit_options={"blocks": 2, "d_state": 3})
-    all_groups = optimizer_groups(torch.nn.Sequential(blk), 0.01, 0.05)
+    all_groups = param_groups(torch.nn.Sequential(blk), 0.01, 0.05)
     ids = [id(p) for g in all_groups for p in g["params"]]
     assert sorted(ids) == sorted(id(p) for p in blk.parameters())
+    by_id = {id(p): g["lr"] for g in all_groups for p in g["params"]}
+    assert by_id[id(blk.unit.w)] == pytest.approx(1e-3) and by_id[id(blk.in_proj.weight)] == 0.01
     torch.optim.AdamW(all_groups)  # accepted as given
 
 

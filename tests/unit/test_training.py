@@ -283,8 +283,8 @@ def test_nan_loss_names_step_and_tensor(tmp_path, monkeypatch):
 def test_inf_grad_names_step_and_parameter(tmp_path, monkeypatch):
     calls = {"n": 0}
 
-    def build_with_hook(cfg):
-        task, model = build(cfg)
+    def build_with_hook(cfg, runtime=None):
+        task, model = build(cfg, runtime)
 
         def hook(grad):
             calls["n"] += 1

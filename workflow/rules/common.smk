@@ -9,6 +9,9 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))  # the library, also wit
 
 from seqmix.config import ConfigError, expand_cells, leaf_config, load_all, cell_run_config
 from seqmix.io import canonical_json
+from seqmix.training.allocator import apply_to_environ
+
+apply_to_environ()  # glibc malloc settings every job process inherits (see seqmix/training/allocator.py)
 
 try:
     SEQMIX = load_all(config, workflow.basedir)

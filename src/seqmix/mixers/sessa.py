@@ -26,12 +26,14 @@ from torch import nn
 from ..ops import feedback_solve as fs_ops
 from ..ops import rotary
 from ..options import Opt, PosFloat, PosInt
+from ..ops.dispatch import BackendOf
 from ..registry import register_mixer
 from .base import check_divides, check_input, check_positive_int, register_preset
 
 
 @register_mixer("sessa")
 class SessaMixer(nn.Module):
+    backend = BackendOf(select=lambda m: (fs_ops.OP,) if m.feedback else ())
     causal = True
 
     def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, heads: PosInt = 4,
@@ -53,7 +55,6 @@ class SessaMixer(nn.Module):
             self.proj_fb = nn.Linear(d_model, 2 * d_model, bias=True)
             self.w_gamma = nn.Linear(d_model, 1, bias=False)
             self.gamma_bias = nn.Parameter(torch.tensor(1.0))
-        self.backend = "reference"
 
     # ------------------------------------------------------------------ pieces
     def forward_branch(self, a: torch.Tensor) -> torch.Tensor:
@@ -86,7 +87,6 @@ class SessaMixer(nn.Module):
         f = self.forward_branch(a)
         if not self.feedback:
             return f
-        self.backend = fs_ops.backend_for(f)
         return fs_ops.feedback_solve(f, self.gamma(a), self.feedback_weights(a))
 
     # ------------------------------------------------------------------ decoding, O(t D) per step

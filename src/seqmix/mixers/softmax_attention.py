@@ -33,7 +33,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..ops import rotary
-from ..ops.path_attention import backend_for as path_backend_for
+from ..ops import path_attention as path_ops
+from ..ops.dispatch import BackendOf
 from ..ops.path_attention import path_attention
 from ..options import NonNegInt, Opt, OptPosInt, PosFloat, PosInt
 from ..registry import register_mixer
@@ -50,6 +51,7 @@ def alibi_slopes(heads: int) -> torch.Tensor:
 
 @register_mixer("softmax_attention")
 class SoftmaxAttention(nn.Module):
+    backend = "reference"  # plain torch (SDPA); no op of ours
     causal = True
 
     def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, heads: PosInt = 4,
@@ -96,7 +98,6 @@ class SoftmaxAttention(nn.Module):
             else:
                 self.angle_proj = nn.Linear(d_model, n_ang, bias=False)
                 nn.init.zeros_(self.angle_proj.weight)
-        self.backend = "reference"
 
     # ------------------------------------------------------------------ angles
     def reseed(self, seed: int | None = None) -> None:
@@ -188,6 +189,7 @@ class PaTHAttention(nn.Module):
     """PaTH attention: logits q_i^T H_i..H_{j+1} k_j with H_t = I - beta_t w_t w_t^T (see
     ops/path_attention). w_t = normalize(x_t W_w) per head, beta_t = 2 sigmoid(x_t W_beta + b) in (0, 2).
     (The PaTH paper also runs a short convolution before normalising w; left out here.)"""
+    backend = BackendOf(path_ops.OP)
 
     causal = True
     def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, heads: PosInt = 4,
@@ -200,7 +202,6 @@ class PaTHAttention(nn.Module):
         self.w_proj = nn.Linear(d_model, d_model, bias=False)
         self.beta_proj = nn.Linear(d_model, heads, bias=True)
         self.out = nn.Linear(d_model, d_model, bias=bias)
-        self.backend = "reference"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: (B, T, d_model) -> (B, T, d_model), causal."""
@@ -209,6 +210,5 @@ class PaTHAttention(nn.Module):
         q, k, v = self.qkv(x).view(Bsz, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
         w = F.normalize(self.w_proj(x).view(Bsz, T, self.heads, self.head_dim).transpose(1, 2), dim=-1, eps=1e-6)
         beta = 2 * torch.sigmoid(self.beta_proj(x)).transpose(1, 2)  # (B, H, T)
-        self.backend = path_backend_for(q)
         o = path_attention(q, k, v, w, beta, chunk=self.chunk)
         return self.out(o.transpose(1, 2).reshape(Bsz, T, self.d_model))

@@ -7,7 +7,7 @@ Units (b2s6 spec §2.1-2.3) map u: (B, L, d) -> y: (B, L, d) with one diagonal s
              low-rank projection), B_k = B u_k and C_k = u_k^T C shared by all channels, real A.
 - ``b2s6`` : h blocks of p = d/h channels; block-wise selective Delta, B, C; a per-channel, input-independent
              bias B_bias in the input matrix; complex (default) or real (``complex=False``); ``bias=False`` is the
-             block-only variant. ``param_groups`` returns the paper's optimiser groups (spec §2.9).
+             block-only variant. ``optim_hints`` declares the paper's optimiser groups (spec §2.9).
 Blocks:
 - ``mamba``  : the Mamba-1 block, in_proj -> causal depthwise conv (4) -> SiLU -> unit -> * SiLU(z) -> out_proj,
                with the unit swappable (``unit`` = s6 | s4d | b2s6; b2s6 spec §2.7). Default unit: S6 with
@@ -30,6 +30,7 @@ from ..ops import fftconv
 from ..ops import selective_scan as ss_ops
 from ..ops import ssd as ssd_ops
 from ..options import Opt, OptPosInt, PosFloat, PosInt
+from ..ops.dispatch import BackendOf
 from ..registry import register_mixer
 from .base import check_divides, check_input, check_positive_int, register_preset
 
@@ -74,6 +75,7 @@ class _ScanUnit(nn.Module):
     causal = True
     d_model: int
     n: int
+    backend = BackendOf(ss_ops.OP)
 
     def _scan_inputs(self, u: torch.Tensor):
         """(delta (B,L,d), A, B (B,L,G,n), C (B,L,G,n), B_bias or None, D or None)."""
@@ -83,7 +85,6 @@ class _ScanUnit(nn.Module):
         """u: (B, L, d) -> y: (B, L, d), causal."""
         check_input(u, self.d_model, type(self).__name__)
         delta, A, B, C, Bb, D = self._scan_inputs(u)
-        self.backend = ss_ops.backend_for(u)
         return ss_ops.selective_scan(u, delta, A, B, C, B_bias=Bb, D=D, disc=self.disc, chunk=self.chunk)
 
     def init_state(self, batch: int, dtype=torch.float32, device=None) -> torch.Tensor:
@@ -104,6 +105,7 @@ def _cplx(shape, std: float) -> torch.Tensor:
 @register_mixer("s4d")
 class S4D(_ScanUnit):
     """S4D unit: x_k = exp(Delta A) x_{k-1} + Delta phi1(Delta A) B u_k, y_k = Re(C x_k) (+ D u_k), per channel."""
+    backend = BackendOf(select=lambda m: (fftconv.OP,) if m.mode == "conv" else (ss_ops.OP,))
 
     def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, d_state: PosInt = 16,
                  complex: bool = True, tie_A: bool = True,
@@ -125,7 +127,6 @@ class S4D(_ScanUnit):
             self.C = nn.Parameter(torch.randn(nb, d_state))
         self.log_dt = nn.Parameter(torch.log(_log_uniform(d_model, dt_min, dt_max)))
         self.D = nn.Parameter(torch.ones(d_model)) if skip else None
-        self.backend = "reference"
 
     def _BC(self):
         B = torch.view_as_complex(self.B) if self.is_complex else self.B
@@ -155,7 +156,6 @@ class S4D(_ScanUnit):
         if self.mode == "recurrent":
             return super().forward(u)
         check_input(u, self.d_model, "S4D")
-        self.backend = fftconv.backend_for(u)
         y = fftconv.causal_conv_fft(u, self.kernel(u.shape[1]).to(u.dtype))
         return y + self.D * u if self.D is not None else y
 
@@ -185,7 +185,6 @@ class S6(_ScanUnit):
             self.dt_up = nn.Linear(r, d_model, bias=False)
         self.b = nn.Parameter(_inv_softplus(_log_uniform(d_model, dt_min, dt_max)))
         self.D = nn.Parameter(torch.ones(d_model)) if skip else None
-        self.backend = "reference"
 
     def _scan_inputs(self, u):
         logit = (u @ self.w)[..., None] if self.dt_rank == 1 else self.dt_up(self.dt_down(u))
@@ -229,7 +228,6 @@ class B2S6(_ScanUnit):
         else:
             self.B_bias = None
         self.D = nn.Parameter(torch.ones(d_model)) if skip else None
-        self.backend = "reference"
 
     def _scan_inputs(self, u):
         Bsz, L, d = u.shape
@@ -247,20 +245,17 @@ class B2S6(_ScanUnit):
     def delta_parameters(self) -> list[nn.Parameter]:
         return [self.w, self.b]
 
-    def param_groups(self, lr: float, weight_decay: float, lr_ssm: float = 1e-3, lr_delta: float | None = None) -> list[dict]:
-        """AdamW groups (b2s6 spec §2.9): (a) A: lr_ssm, wd 0; (b) Delta params w, b: lr_delta
-        (default min(1e-3, 0.1 lr)), wd 0; (c) B_bias: lr_ssm, wd 0; (d) the rest: lr, weight_decay."""
-        lr_delta = min(1e-3, 0.1 * lr) if lr_delta is None else lr_delta
-        a = list(self.A.parameters())
-        delta = self.delta_parameters()
-        c = [self.B_bias] if self.B_bias is not None else []
-        special = {id(p) for p in a + delta + c}
-        rest = [p for p in self.parameters() if id(p) not in special]
-        groups = [{"params": a, "lr": lr_ssm, "weight_decay": 0.0, "name": "A"},
-                  {"params": delta, "lr": lr_delta, "weight_decay": 0.0, "name": "delta"},
-                  {"params": c, "lr": lr_ssm, "weight_decay": 0.0, "name": "B_bias"},
-                  {"params": rest, "lr": lr, "weight_decay": weight_decay, "name": "rest"}]
-        return [g for g in groups if g["params"]]
+    lr_ssm = 1e-3  # b2s6 spec §2.9: the learning rate of A and of the B bias
+
+    def optim_hints(self) -> dict[str, dict]:
+        """Per-parameter optimizer hints (seqmix.training.optim, b2s6 spec §2.9): A and B_bias at lr_ssm,
+        the Delta parameters w, b at min(1e-3, 0.1 lr); none of them decayed. The rest follow the defaults."""
+        hints = {n: {"lr": self.lr_ssm, "weight_decay": 0.0} for n, _ in self.A.named_parameters(prefix="A")}
+        names = {id(p): n for n, p in self.named_parameters()}
+        hints.update({names[id(p)]: {"lr_mult": 0.1, "lr_max": 1e-3, "weight_decay": 0.0} for p in self.delta_parameters()})
+        if self.B_bias is not None:
+            hints["B_bias"] = {"lr": self.lr_ssm, "weight_decay": 0.0}
+        return hints
 
 
 class _CausalDepthwiseConv(nn.Module):
@@ -344,6 +339,7 @@ class _GatedRMSNorm(nn.Module):
 class Mamba2(nn.Module):
     """Mamba2 mixer (sessa spec §2.5): [z, xBC, dt] = in_proj(u); xBC = SiLU(conv(xBC)); SSD with a scalar
     A per head; y = out_proj(RMSNorm(y * SiLU(z)))."""
+    backend = BackendOf(select=lambda m: (ssd_ops.OP,) if m.mode == "chunked" else ())
 
     causal = True
     def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, d_state: PosInt = 64,
@@ -369,7 +365,6 @@ class Mamba2(nn.Module):
         self.D = nn.Parameter(torch.ones(H))
         self.norm = _GatedRMSNorm(d_inner)
         self.out_proj = nn.Linear(d_inner, d_model, bias=False)
-        self.backend = "reference"
 
     def _split(self, zxbcdt):
         di, gn = self.d_inner, self.G * self.N
@@ -390,7 +385,6 @@ class Mamba2(nn.Module):
         dt = F.softplus(dt + self.dt_bias)
         A = -torch.exp(self.A_log)
         if self.mode == "chunked":
-            self.backend = ssd_ops.backend_for(x)
             y = ssd_ops.ssd(x, dt, A, B, C, D=self.D, chunk=self.chunk)
         else:
             y = ssd_ops.ssd_recurrent(x, dt, A, B, C, D=self.D)

@@ -4,8 +4,8 @@
     tokens: (B, L) int64 -> logits: (B, L, vocab)
 
 Built from a mixer name + sizes: ``DecoderLM(**task.model_inputs(), d_model=64, n_layers=2, mixer={"name": "sessa", "heads": 4},
-block="gated")``. ``optimizer_groups`` collects the mixers' own parameter groups (B2S6) and puts the rest in
-one default group.
+block="gated")``. Optimizer groups come from ``seqmix.training.optim.param_groups``: the
+embedding (and the head tied to it) and the norms are not decayed; mixers add their own hints (B2S6).
 """
 from __future__ import annotations
 
@@ -46,18 +46,3 @@ class DecoderLM(nn.Module):
         for blk in self.blocks:
             x = blk(x, **mixer_kwargs(blk.mixer, tokens, None))
         return self.head(self.norm(x))
-
-
-def optimizer_groups(model: nn.Module, lr: float, weight_decay: float) -> list[dict]:
-    """Parameter groups: every module with ``param_groups(lr, weight_decay)`` contributes its own (B2S6's
-    reduced-lr Delta group etc.); all other parameters form one group with (lr, weight_decay)."""
-    groups, seen = [], set()
-    for m in model.modules():
-        if hasattr(m, "param_groups"):
-            for g in m.param_groups(lr, weight_decay):
-                groups.append(g)
-                seen.update(id(p) for p in g["params"])
-    rest = [p for p in model.parameters() if id(p) not in seen]
-    if rest:
-        groups.append({"params": rest, "lr": lr, "weight_decay": weight_decay, "name": "default"})
-    return groups

@@ -4,6 +4,9 @@ Resume contract (DESIGN.md): batch ``step`` is a pure function of (seed, step, r
 holds only model, optimizer, scheduler, step and the loss history, all loadable with
 ``weights_only=True``. A run killed after checkpoint k and started again logs "resumed from step k"
 and ends bit-identical to an uninterrupted run (same thread count).
+
+Per step the host waits on the device once: the loss and the total gradient norm are checked for
+non-finite values together (``StepGuard``); which tensor went bad is looked up only after a failure.
 """
 from __future__ import annotations
 
@@ -18,15 +21,13 @@ import torch
 from ..io import torch_save
 from ..models import build_model
 from ..registry import get_task
+from .guard import NonFiniteError, StepGuard  # noqa: F401  (NonFiniteError is part of this module's API)
 from .optim import build_optimizer, build_scheduler
+from .runtime import Runtime, cpu_batches, keep_inputs_on_device
 
 log = logging.getLogger("seqmix.train")
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
-
-
-class NonFiniteError(FloatingPointError):
-    """A NaN/Inf appeared; the message names the step and the tensor."""
 
 
 def build_task(cfg: dict):
@@ -35,139 +36,168 @@ def build_task(cfg: dict):
     return cls(dtype=DTYPES[cfg["train"].get("dtype", "float32")], **task_cfg)
 
 
-def build(cfg: dict):
-    """(task, model) for a leaf config; the model init is seeded by the leaf's seed alone."""
+def build(cfg: dict, runtime: Runtime | None = None):
+    """(task, model) for a leaf config, the model on the runtime's device (CPU by default). The init is
+    seeded by the leaf's seed alone and runs on the CPU, so every device starts from the same weights."""
     task = build_task(cfg)
     torch.manual_seed(int(cfg["seed"]))
-    model = build_model(cfg["model"], task).to(DTYPES[cfg["train"].get("dtype", "float32")])
-    return task, model
+    model = build_model(cfg["model"], task)
+    return task, (runtime or Runtime()).place(model, DTYPES[cfg["train"].get("dtype", "float32")])
 
 
-def _first_nonfinite(named: dict[str, torch.Tensor | None]) -> str | None:
-    for name, t in named.items():
-        if t is not None and not torch.isfinite(t).all():
-            return name
-    return None
+def _load_checkpoint(path: Path, config_hash: str, runtime: Runtime, model, opt, sched) -> dict | None:
+    """The checkpoint's step and history when it belongs to this config (model/optimizer/scheduler loaded)."""
+    if not path.exists():
+        return None
+    ckpt = torch.load(path, weights_only=True, map_location=runtime.torch_device)
+    if ckpt.get("config_hash") != config_hash:
+        log.info("%s: checkpoint belongs to another config (%s); starting afresh", path.parent, ckpt.get("config_hash"))
+        return None
+    model.load_state_dict(ckpt["model"])
+    opt.load_state_dict(ckpt["optimizer"])
+    sched.load_state_dict(ckpt["scheduler"])
+    log.info("%s: resumed from step %d", path.parent, int(ckpt["step"]))
+    return {"step": int(ckpt["step"]), "history": ckpt["history"]}
 
 
-def check_finite(step: int, loss: torch.Tensor, model: torch.nn.Module, where: str) -> None:
-    if where == "loss":
-        if not torch.isfinite(loss):
-            param = _first_nonfinite(dict(model.named_parameters()))
-            extra = f"; first non-finite parameter: {param}" if param else ""
-            raise NonFiniteError(f"step {step}: tensor 'loss' is {loss.item()}{extra}")
-    else:
-        grad = _first_nonfinite({f"{n}.grad": p.grad for n, p in model.named_parameters()})
-        if grad:
-            raise NonFiniteError(f"step {step}: tensor '{grad}' has non-finite values")
+class _Diagnostics:
+    """In-training evaluation (``eval.every``): recorded in ``history["diagnostics"]``, timed, and off when
+    ``eval.every`` is 0/null or the task has no ``diagnostics(model)``."""
+
+    def __init__(self, cfg: dict, task, model, history: dict, on_log, runtime: Runtime):
+        every = (cfg.get("eval") or {}).get("every")
+        self.every = int(every) if every and hasattr(task, "diagnostics") else 0
+        self.task, self.model, self.history, self.on_log, self.runtime = task, model, history, on_log, runtime
+        self.seconds, self.calls = 0.0, 0
+
+    def __call__(self, done: int, steps: int) -> None:
+        if not self.every or not (done % self.every == 0 or done == steps):
+            return
+        diag = self.history.setdefault("diagnostics", {"step": []})
+        if diag["step"] and diag["step"][-1] >= done:
+            return
+        t0 = time.perf_counter()
+        with cpu_batches(self.model, self.runtime):  # tasks build their probes on the CPU
+            row = {k: float(v) for k, v in self.task.diagnostics(self.model).items()}
+        diag["step"].append(done)
+        for name, value in row.items():
+            diag.setdefault(name, []).append(value)
+        if self.on_log:
+            self.on_log(done, {f"diag/{k}": v for k, v in row.items() if math.isfinite(v)})
+        self.seconds += time.perf_counter() - t0
+        self.calls += 1
 
 
 def train(cfg: dict, out_dir: str | Path, config_hash: str,
           on_log: Callable[[int, dict], None] | None = None,
-          stop_after: int | None = None) -> dict:
+          stop_after: int | None = None, runtime: Runtime | None = None,
+          on_backend: Callable[[dict[str, str]], None] | None = None) -> dict:
     """Train one leaf. Writes ``checkpoint.pt`` every ``checkpoint_every`` steps and ``model.pt`` at the end.
 
     Returns {"history": {"step": [...], "train_loss": [...], "lr": [...]}, "steps": int, "resumed_from": int | None,
-    "seconds": float}. ``on_log(step, metrics)`` is called at every logged step (live tracking).
-    In-training evaluation: when the leaf config has ``eval.every`` and the task a ``diagnostics(model)``
-    method, its metrics are recorded at step 0, every ``eval.every`` steps and at the end, under
-    ``history["diagnostics"]`` = {"step": [...], name: [...]} (and passed to ``on_log``).
-    ``stop_after`` ends early after that many steps (tests use it; a normal run never sets it).
-    Data-parallel (torch.distributed initialised): every rank draws the same global batch and trains on
-    its shard; gradients and the logged loss are averaged over ranks; only rank 0 writes files.
+    "seconds": float, "backends": {module: backend}, "diagnostics": {"calls": int, "seconds": float}}.
+    ``on_log(step, metrics)`` is called at every logged step (live tracking); ``on_backend(report)`` once,
+    after the first step, with the backend each layer ran (``seqmix.ops.backends.backend_report``).
+    In-training evaluation: see ``_Diagnostics``. ``stop_after`` ends early after that many steps (tests).
+    Data-parallel (torch.distributed initialised): every rank draws the same global batch and trains on its
+    shard under DistributedDataParallel; the logged loss is averaged over ranks; only rank 0 writes files.
     """
+    from . import distributed
+
+    rt = runtime or Runtime()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tcfg = cfg["train"]
+    steps = tcfg["steps"]
+    task, model = build(cfg, rt)
+    opt = build_optimizer(model, tcfg)
+    sched = build_scheduler(opt, tcfg)
+    history: dict[str, list] = {"step": [], "train_loss": [], "lr": []}
+    resumed = _load_checkpoint(out / "checkpoint.pt", config_hash, rt, model, opt, sched)
+    if resumed:
+        history = resumed["history"]
+    start = resumed["step"] if resumed else 0
+    diagnose = _Diagnostics(cfg, task, model, history, on_log, rt)
+    t0 = time.perf_counter()
+    model.train()
+    if start == 0:
+        diagnose(0, steps)
+    backends = _run_steps(cfg, rt, task, model, opt, sched, history, out, config_hash, start, stop_after,
+                          diagnose, on_log, on_backend)
+    backends = backends or _report_backends(model, on_backend)  # no step ran (a finished run resumed)
+    if distributed.rank() == 0:
+        torch_save(model.state_dict(), out / "model.pt")
+    return {"history": history, "steps": steps, "resumed_from": resumed["step"] if resumed else None,
+            "seconds": time.perf_counter() - t0, "backends": backends,
+            "diagnostics": {"calls": diagnose.calls, "seconds": round(diagnose.seconds, 4)}}
+
+
+def _report_backends(model: torch.nn.Module, on_backend) -> dict[str, str]:
+    from ..ops.backends import backend_report
+
+    report = backend_report(model)
+    if on_backend:
+        on_backend(report)
+    return report
+
+
+def _run_steps(cfg, rt: Runtime, task, model, opt, sched, history, out: Path, config_hash: str, start: int,
+               stop_after, diagnose: _Diagnostics, on_log, on_backend) -> dict[str, str] | None:
+    """The steps from ``start``; returns the backend report made after the first step (None if none ran)."""
+    from . import distributed
+
+    tcfg, seed = cfg["train"], int(cfg["seed"])
     steps, batch = tcfg["steps"], tcfg["batch"]
     ckpt_every = tcfg.get("checkpoint_every", steps)
     log_every = tcfg.get("log_every", max(1, steps // 20))
-    seed = int(cfg["seed"])
-
-    from . import distributed
-
     world, rank = distributed.world_size(), distributed.rank()
-    task, model = build(cfg)
-    opt = build_optimizer(model.parameters(), tcfg)
-    sched = build_scheduler(opt, tcfg)
-    history: dict[str, list] = {"step": [], "train_loss": [], "lr": []}
-    start, resumed_from = 0, None
-
-    ckpt_path = out / "checkpoint.pt"
-    if ckpt_path.exists():
-        ckpt = torch.load(ckpt_path, weights_only=True, map_location="cpu")
-        if ckpt.get("config_hash") == config_hash:
-            model.load_state_dict(ckpt["model"])
-            opt.load_state_dict(ckpt["optimizer"])
-            sched.load_state_dict(ckpt["scheduler"])
-            history = ckpt["history"]
-            start = resumed_from = int(ckpt["step"])
-            log.info("%s: resumed from step %d", out, start)
-        else:
-            log.info("%s: checkpoint belongs to another config (%s); starting afresh", out, ckpt.get("config_hash"))
-
-    diag_every = (cfg.get("eval") or {}).get("every") if hasattr(task, "diagnostics") else None
-
-    def diagnose(done: int) -> None:
-        diag = history.setdefault("diagnostics", {"step": []})
-        if diag["step"] and diag["step"][-1] >= done:
-            return
-        row = {k: float(v) for k, v in task.diagnostics(model).items()}
-        diag["step"].append(done)
-        for name, value in row.items():
-            diag.setdefault(name, []).append(value)
-        if on_log:
-            on_log(done, {f"diag/{k}": v for k, v in row.items() if math.isfinite(v)})
-
+    net = rt.forward_fn(distributed.wrap(model))
+    guard = StepGuard(model, tcfg.get("grad_clip"))
     t0 = time.perf_counter()
-    model.train()
-    if diag_every and start == 0:
-        diagnose(0)
+    backends = None
     for step in range(start, steps):
         if stop_after is not None and step >= stop_after:
             break
         x, y = task.batch(seed, step, 0, batch)  # the global batch: the same on every rank
         if world > 1:
             x, y = distributed.shard(x, rank, world), distributed.shard(y, rank, world)
-        loss = task.loss(model(x), y)
-        check_finite(step, loss, model, "loss")
+        x, y = rt.to(x), rt.to(y)
+        with rt.autocast():
+            loss = task.loss(net(x), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        if world > 1:
-            distributed.average_gradients(model)
-            loss = distributed.mean(loss)
-        check_finite(step, loss, model, "grad")
-        if tcfg.get("grad_clip"):
-            torch.nn.utils.clip_grad_norm_(model.parameters(), tcfg["grad_clip"])
+        guard.check(step, loss)  # one host sync: loss and total gradient norm together
         opt.step()
         sched.step()
+        if backends is None:  # the backends are known once a step has run on the device
+            backends = _report_backends(model, on_backend)
+            log.info("%s: backends %s", out, backends)
         done = step + 1
         if done % log_every == 0 or done == steps:
+            value = float(distributed.mean(loss).item())
             history["step"].append(done)
-            row = {"train_loss": float(loss.item()), "lr": float(sched.get_last_lr()[0])}
-            for name, value in row.items():
-                history[name].append(value)
+            row = {"train_loss": value, "lr": float(sched.get_last_lr()[0])}
+            for name, v in row.items():
+                history[name].append(v)
             if on_log:
                 on_log(done, row)
-        if diag_every and (done % diag_every == 0 or done == steps):
-            diagnose(done)
+        diagnose(done, steps)
         if rank == 0 and (done % ckpt_every == 0 or done == steps):
-            ran = done - start
-            per = (time.perf_counter() - t0) / max(ran, 1)
+            per = (time.perf_counter() - t0) / max(done - start, 1)
             log.info("%s: step %d/%d, loss %.4g, %.2f ms/step, about %.0f s left", out, done, steps,
                      float(loss.item()), 1e3 * per, per * (steps - done))
             torch_save({"model": model.state_dict(), "optimizer": opt.state_dict(),
                         "scheduler": sched.state_dict(), "step": done, "history": history,
-                        "config_hash": config_hash}, ckpt_path)
-    if rank == 0:
-        torch_save(model.state_dict(), out / "model.pt")
-    return {"history": history, "steps": steps, "resumed_from": resumed_from,
-            "seconds": time.perf_counter() - t0}
+                        "config_hash": config_hash}, out / "checkpoint.pt")
+    return backends
 
 
-def load_trained(cfg: dict, out_dir: str | Path):
-    """(task, model) with the trained weights of a finished leaf."""
-    task, model = build(cfg)
-    model.load_state_dict(torch.load(Path(out_dir) / "model.pt", weights_only=True, map_location="cpu"))
+def load_trained(cfg: dict, out_dir: str | Path, runtime: Runtime | None = None):
+    """(task, model) with the trained weights of a finished leaf, on the runtime's device; a model on a GPU
+    takes the task's CPU batches (its inputs are moved in, its outputs back out)."""
+    rt = runtime or Runtime()
+    task, model = build(cfg, rt)
+    model.load_state_dict(torch.load(Path(out_dir) / "model.pt", weights_only=True, map_location=rt.torch_device))
     model.eval()
+    keep_inputs_on_device(model, rt)
     return task, model

@@ -1,16 +1,89 @@
-"""Optimizers and schedules from the `train:` block of a leaf config."""
+"""Optimizers and schedules from the `train:` block of a leaf config, with one parameter-group mechanism.
+
+Groups (``param_groups``):
+- by default a parameter is decayed (``train.weight_decay``) unless it is a bias or any other 1-d tensor, a
+  norm's parameter, or an embedding table: those get weight decay 0;
+- a module may declare per-parameter hints with a method ``optim_hints() -> {local name: hint}``, a hint
+  being a dict of ``weight_decay`` (absolute), ``lr`` (absolute), ``lr_mult`` (times the base lr) and
+  ``lr_max`` (a cap on the result). B2S6 declares its A / Delta / B-bias learning rates this way (b2s6 spec
+  §2.9). The hints of an outer module win over those of an inner one.
+Parameters with equal (lr, weight_decay) share a group, in the order they first appear in
+``model.named_parameters()``, so optimizer state dicts are stable across runs.
+"""
 from __future__ import annotations
 
 import math
+from typing import Iterable
 
 import torch
+from torch import nn
+
+NO_DECAY_MODULES = (nn.LayerNorm, nn.GroupNorm, nn.Embedding, nn.RMSNorm,
+                    nn.BatchNorm1d, nn.BatchNorm2d, nn.InstanceNorm1d)
+HINT_KEYS = {"lr", "lr_mult", "lr_max", "weight_decay"}
 
 
-def build_optimizer(params, cfg: dict) -> torch.optim.Optimizer:
+def _is_norm(module: nn.Module) -> bool:
+    return isinstance(module, NO_DECAY_MODULES) or "norm" in type(module).__name__.lower()
+
+
+def collect_hints(model: nn.Module) -> dict[int, dict]:
+    """{id(parameter): hint} from every module's ``optim_hints()`` (outer modules override inner ones)."""
+    hints: dict[int, dict] = {}
+    modules = list(model.named_modules())
+    for prefix, module in reversed(modules):  # inner first, so outer modules win
+        declare = getattr(module, "optim_hints", None)
+        if not callable(declare):
+            continue
+        params = dict(module.named_parameters())
+        for name, hint in declare().items():
+            if name not in params:
+                raise ValueError(f"{type(module).__name__}.optim_hints names {name!r}, not a parameter of "
+                                 f"{prefix or 'the model'} (has: {', '.join(params)})")
+            unknown = set(hint) - HINT_KEYS
+            if unknown:
+                raise ValueError(f"{type(module).__name__}.optim_hints[{name!r}]: unknown keys {sorted(unknown)}; "
+                                 f"allowed: {sorted(HINT_KEYS)}")
+            hints[id(params[name])] = {**hints.get(id(params[name]), {}), **hint}
+    return hints
+
+
+def _no_decay_ids(model: nn.Module) -> set[int]:
+    ids = {id(p) for p in model.parameters() if p.dim() < 2}
+    for module in model.modules():
+        if _is_norm(module):
+            ids.update(id(p) for p in module.parameters(recurse=False))
+    return ids
+
+
+def param_groups(model: nn.Module, lr: float, weight_decay: float = 0.0) -> list[dict]:
+    """Optimizer groups of ``model`` (see the module docstring); each carries a readable ``name``."""
+    hints, no_decay = collect_hints(model), _no_decay_ids(model)
+    groups: dict[tuple[float, float], dict] = {}
+    for name, p in model.named_parameters():  # shared (tied) parameters appear once
+        if not p.requires_grad:
+            continue
+        hint = hints.get(id(p), {})
+        p_lr = hint.get("lr", lr * hint.get("lr_mult", 1.0))
+        if "lr_max" in hint:
+            p_lr = min(p_lr, hint["lr_max"])
+        p_wd = hint.get("weight_decay", 0.0 if id(p) in no_decay else weight_decay)
+        g = groups.setdefault((p_lr, p_wd), {"params": [], "lr": p_lr, "weight_decay": p_wd, "names": []})
+        g["params"].append(p)
+        g["names"].append(name)
+    return [{"params": g["params"], "lr": g["lr"], "weight_decay": g["weight_decay"],
+             "name": ",".join(g["names"][:3]) + (f",+{len(g['names']) - 3}" if len(g["names"]) > 3 else "")}
+            for g in groups.values()]
+
+
+def build_optimizer(params: nn.Module | Iterable, cfg: dict) -> torch.optim.Optimizer:
+    """The optimizer of a `train:` block over a model (grouped by ``param_groups``) or a parameter list."""
     name = cfg["optimizer"]
     lr = cfg["lr"]
     wd = cfg.get("weight_decay", 0.0)
     betas = tuple(cfg.get("betas", (0.9, 0.999)))
+    if isinstance(params, nn.Module):
+        params = param_groups(params, lr, wd)
     if name == "adam":
         return torch.optim.Adam(params, lr=lr, betas=betas, weight_decay=wd)
     if name == "adamw":

@@ -1,16 +1,15 @@
 """PaTH attention (accumulated Householder transforms): see reference.py."""
 from __future__ import annotations
 
-from .._select import choose
+from ..dispatch import Op
 from . import reference
 
-BACKENDS = {"reference": reference.path_attention}
+OP = Op("path_attention", __name__, reference.path_attention)
+BACKENDS = OP.backends
+backend_for = OP.backend_for
 path_logits = reference.path_logits
 
 
-def backend_for(tensor, requested: str | None = None) -> str:
-    return choose("path_attention", BACKENDS, tensor, requested)
-
-
 def path_attention(q, k, v, w, beta, scale=None, chunk=32, backend: str | None = None):
-    return BACKENDS[backend_for(q, backend)](q, k, v, w, beta, scale=scale, chunk=chunk)
+    """Arguments and shapes as in ``reference.path_attention``."""
+    return OP(q, backend, q, k, v, w, beta, scale=scale, chunk=chunk)

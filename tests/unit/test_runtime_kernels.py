@@ -1,0 +1,101 @@
+"""The op dispatcher with a Triton kernel beside the reference (simulated: no GPU here): a kernel that
+imports is registered; one that cannot run falls back with a warning, or raises under strict kernels
+(config key `kernels: strict` through the runtime, or SEQMIX_STRICT_KERNELS=1); mixers report the backend
+their ops would run on their device."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+from seqmix.ops import dispatch
+from seqmix.ops.dispatch import BackendOf, KernelFallbackError, Op
+from seqmix.training.runtime import Runtime
+
+
+def make_package(tmp_path, name: str, kernel_source: str | None) -> str:
+    pkg = tmp_path / name
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    if kernel_source is not None:
+        (pkg / "triton.py").write_text(kernel_source)
+    return name
+
+
+@pytest.fixture(autouse=True)
+def _clean(monkeypatch, tmp_path):
+    monkeypatch.delenv("SEQMIX_STRICT_KERNELS", raising=False)
+    monkeypatch.syspath_prepend(str(tmp_path))  # the op packages each test writes
+    dispatch.set_strict(None)
+    yield
+    dispatch.set_strict(None)
+
+
+def reference(x):
+    return x + 1
+
+
+def test_op_without_kernel_runs_the_reference_and_refuses_a_triton_request(tmp_path):
+    op = Op("double", make_package(tmp_path, "nokernel", None), reference)
+    x = torch.zeros(2)
+    assert op.backend_for(x) == "reference" and op.backend_on("cuda") == "reference"
+    assert torch.equal(op(x, None, x), x + 1)
+    with pytest.raises(ValueError, match="no 'triton' backend"):
+        op.backend_for(x, "triton")
+    with pytest.raises(ValueError, match="backend must be one of"):
+        op.backend_for(x, "cuda-magic")
+
+
+def test_a_kernel_that_imports_is_registered_and_chosen_for_cuda_only(tmp_path):
+    op = Op("double", make_package(tmp_path, "goodkernel", "def double(x):\n    return x * 2\n"), reference)
+    assert set(op.backends) == {"reference", "triton"} and op.kernel_error is None
+    assert op.backend_on("cuda") == "triton" and op.backend_on(torch.device("cuda", 1)) == "triton"
+    assert op.backend_on("cpu") == "reference"
+    x = torch.zeros(2)
+    assert op.backend_for(x) == "reference"  # CPU tensors, automatic: the reference, no warning
+    assert op.backend_for(x, "reference") == "reference"
+    with pytest.warns(RuntimeWarning, match="needs CUDA"):  # asked for the kernel on CPU tensors
+        assert op.backend_for(x, "triton") == "reference"
+
+
+def test_a_kernel_that_fails_to_import_warns_or_raises_when_strict(tmp_path, monkeypatch):
+    op = Op("double", make_package(tmp_path, "badkernel", "import not_a_module_xyz\n"), reference)
+    assert op.kernel_declared and "triton" not in op.backends and "ModuleNotFoundError" in op.kernel_error
+    x = torch.zeros(2)
+    with pytest.warns(RuntimeWarning, match="cannot run .*ModuleNotFoundError"):
+        assert op.backend_for(x, "triton") == "reference"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same fallback warns once
+        assert op.backend_for(x, "triton") == "reference"
+    monkeypatch.setenv("SEQMIX_STRICT_KERNELS", "1")
+    with pytest.raises(KernelFallbackError, match="strict kernels"):
+        op.backend_for(x, "triton")
+    monkeypatch.delenv("SEQMIX_STRICT_KERNELS")
+    Runtime.resolve({"kernels": "strict"}).activate()
+    with pytest.raises(KernelFallbackError):
+        op(x, "triton", x)
+    Runtime.resolve({"kernels": "fallback"}).activate()
+    assert op.backend_for(x, "triton") == "reference"
+
+
+def test_mixer_backend_follows_its_device_and_ops(tmp_path, monkeypatch):
+    from seqmix.mixers.ssm import S4D, S6
+
+    op = Op("double", make_package(tmp_path, "mixkernel", "def double(x):\n    return x * 2\n"), reference)
+
+    class Unit(torch.nn.Linear):
+        backend = BackendOf(op)
+
+    unit = Unit(2, 2)
+    assert unit.backend == "reference"
+    monkeypatch.setattr(dispatch, "module_device", lambda m: torch.device("cuda"))
+    assert unit.backend == "triton"  # what it would run once on a GPU
+    # the real mixers: no kernels are installed, so the reference on every device, per mode
+    assert S6(4, d_state=2).backend == "reference"
+    assert S4D(4, d_state=2).backend == S4D(4, d_state=2, mode="recurrent").backend == "reference"
+    monkeypatch.undo()
+    s6 = S6(4, d_state=2)
+    before = s6.backend
+    s6(torch.randn(1, 3, 4))
+    assert s6.backend == before == "reference"  # a property, not state that forward sets
