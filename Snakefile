@@ -13,8 +13,7 @@ configfile: "config/config.yaml"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/tracking.smk"
 include: "workflow/rules/stages.smk"
-include: "workflow/rules/heads.smk"
-include: "workflow/rules/superposition.smk"
+include: "workflow/rules/artefacts.smk"
 include: "workflow/rules/report.smk"
 
 

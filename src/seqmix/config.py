@@ -19,6 +19,7 @@ from typing import Any, Iterable
 import yaml
 
 from .io import config_hash
+from .results import leaf_dir
 
 SCALES = ("tiny", "cpu", "paper")
 SCHEMA_DIR_DEFAULT = Path(__file__).resolve().parents[2] / "workflow" / "schemas"
@@ -162,7 +163,12 @@ class Leaf:
         return config_hash(self.config)
 
     def out_dir(self, results: str | Path) -> Path:
-        return Path(results) / self.paper / self.experiment / self.variant / self.point / f"seed{self.seed}"
+        return leaf_dir(results, self.paper, self.experiment, self.variant, self.point, self.seed)
+
+
+def leaf_record(leaf: Leaf, results: str | Path) -> dict:
+    """A leaf as the jobs and artefacts read it: id, config hash, output directory and canonical config."""
+    return {"id": leaf.id, "hash": leaf.hash, "out_dir": str(leaf.out_dir(results)), "config": leaf.config}
 
 
 def leaf_config(exp: dict, variant: str, scale: str) -> dict:
@@ -219,8 +225,7 @@ def cell_run_config(paper: str, experiment: str, cell: str, leaves: list[Leaf], 
         "scale": scale,
         "results": globals_["results"],
         "tracking": globals_["tracking"],
-        "leaves": [{"id": l.id, "hash": l.hash, "out_dir": str(l.out_dir(globals_["results"])), "config": l.config}
-                   for l in leaves],
+        "leaves": [leaf_record(leaf, globals_["results"]) for leaf in leaves],
     }
 
 
@@ -300,6 +305,9 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
         _validate_component_blocks(path, exp_name, exp)
     for i, claim in enumerate(cfg.get("claims", [])):
         _validate_claim(path, f"claims[{i}]", claim)
+    from .artefacts import validate_artefacts  # here: artefacts imports this module
+
+    validate_artefacts(path, cfg, schema_dir)
     return cfg
 
 
@@ -339,8 +347,27 @@ def load_all(config: dict, root: str | Path = ".", config_file: str = "config/co
                           "SQLite tracking with SLURM dispatch is unsafe on a network filesystem; use an "
                           "http(s) MLflow server, or set tracking.results_on_local_disk: true on a one-node cluster")
     papers = {}
-    for p in config["papers"]:
-        papers[p] = load_paper(root / "config" / "papers" / f"{p}.yaml", config["scale"], schema_dir)
+    for p in selected_papers(config, root, config_file):
+        path = root / "config" / "papers" / f"{p}.yaml"
+        papers[p] = load_paper(path, config["scale"], schema_dir)
         if papers[p]["paper"] != p:
-            raise ConfigError(root / "config" / "papers" / f"{p}.yaml", "paper", f"expected {p!r}, got {papers[p]['paper']!r}")
+            raise ConfigError(path, "paper", f"expected {p!r} (the file's name), got {papers[p]['paper']!r}")
     return {"globals": config, "papers": papers}
+
+
+def discover_papers(root: str | Path = ".") -> list[str]:
+    """The paper ids: the files config/papers/<paper>.yaml, sorted."""
+    return sorted(p.stem for p in (Path(root) / "config" / "papers").glob("*.yaml"))
+
+
+def selected_papers(config: dict, root: str | Path = ".", config_file: str = "config/config.yaml") -> list[str]:
+    """The papers in the DAG: the ``papers`` selection of the config, or every paper file when it is empty."""
+    found = discover_papers(root)
+    chosen = list(config.get("papers") or found)
+    unknown = [p for p in chosen if p not in found]
+    if unknown:
+        raise ConfigError(config_file, "papers", f"no config/papers/<paper>.yaml for {', '.join(map(repr, unknown))} "
+                          f"(found: {', '.join(found) or 'none'})")
+    if not chosen:
+        raise ConfigError(config_file, "papers", "no paper configs under config/papers/")
+    return chosen
