@@ -296,6 +296,8 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
     path = Path(path)
     cfg = load_yaml(path)
     validate(cfg, load_schema("paper", schema_dir), path)
+    if cfg["paper"] != path.stem:
+        raise ConfigError(path, "paper", f"expected {path.stem!r}, got {cfg['paper']!r} (the paper id is the file's name)")
     for exp_name, exp in cfg.get("experiments", {}).items():
         if scale not in exp["scales"]:
             raise ConfigError(path, f"experiments.{exp_name}.scales",
@@ -350,8 +352,6 @@ def load_all(config: dict, root: str | Path = ".", config_file: str = "config/co
     for p in selected_papers(config, root, config_file):
         path = root / "config" / "papers" / f"{p}.yaml"
         papers[p] = load_paper(path, config["scale"], schema_dir)
-        if papers[p]["paper"] != p:
-            raise ConfigError(path, "paper", f"expected {p!r} (the file's name), got {papers[p]['paper']!r}")
     return {"globals": config, "papers": papers}
 
 
@@ -364,10 +364,10 @@ def selected_papers(config: dict, root: str | Path = ".", config_file: str = "co
     """The papers in the DAG: the ``papers`` selection of the config, or every paper file when it is empty."""
     found = discover_papers(root)
     chosen = list(config.get("papers") or found)
-    unknown = [p for p in chosen if p not in found]
-    if unknown:
-        raise ConfigError(config_file, "papers", f"no config/papers/<paper>.yaml for {', '.join(map(repr, unknown))} "
-                          f"(found: {', '.join(found) or 'none'})")
+    for i, p in enumerate(chosen):
+        if p not in found:
+            raise ConfigError(config_file, f"papers[{i}]", f"{p!r} is not one of the paper files config/papers/*.yaml: "
+                              f"{', '.join(map(repr, found)) or 'none'}")
     if not chosen:
         raise ConfigError(config_file, "papers", "no paper configs under config/papers/")
     return chosen

@@ -179,4 +179,4 @@ def figure3_right(spec: dict, out: Path) -> None:
     fig.suptitle(r"Exp. I: singular values of the pair unfolding of $K_{ij} = \sum_h \alpha_{ij}^{(h)} V^{(h)}$"
                  f" (float64; n = {n}; zeros drawn at {floor:g})", fontsize=9, y=1.04)
     save(fig, out / "figure3_right")
-    write_csv(out / "figure3_right.csv", plotted + teacher.to_dict("records"))
+    write_csv(out / "figure3_right.csv", plotted + teacher.astype(object).fillna("").to_dict("records"))
