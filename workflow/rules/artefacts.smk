@@ -23,7 +23,7 @@ for _paper, _cfg in PAPERS.items():
             output:
                 [_report_item(o, _paper, _decl) if Path(o).name in _shown else o for o in _outs],
             params:
-                out=str(layout.artefact_dir(RESULTS, _paper, _decl["kind"], _name)),
+                out=lambda w, output: Path(output[0]).parent,  # the kind dir (writes are plain file names)
                 caption=_decl["caption"],
             log:
                 R(_paper, "logs", "artefacts", f"{_name}.log"),
