@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from . import results as layout
-from .config import SCHEMA_DIR_DEFAULT, ConfigError, deep_merge, leaf_config, leaf_record, load_schema, validate
+from .config import SCHEMA_DIR_DEFAULT, ConfigError, deep_merge, leaf_config, leaf_record, load_yaml, validate
 
 DEFAULT_REPORT = {"table": ".md", "figure": ".png", "analysis": None}
 
@@ -186,12 +186,32 @@ def _check_acyclic(path: Path, arts: dict) -> None:
         visit(name, [])
 
 
+def analysis_schema_file(paper: str, schema_dir: Path | None = None) -> Path | None:
+    """The schema of a paper's ``analysis:`` block: workflow/schemas/analysis/<paper>.schema.yaml, else
+    ``analysis.schema.yaml`` in the paper's package (found without importing it: an out-of-tree paper ships
+    the types of its settings with its code)."""
+    import importlib.util
+
+    shipped = Path(schema_dir or SCHEMA_DIR_DEFAULT) / "analysis" / f"{paper}.schema.yaml"
+    if shipped.exists():
+        return shipped
+    try:
+        spec = importlib.util.find_spec(f"seqmix.papers.{paper}")
+    except ImportError:
+        spec = None
+    for d in (spec.submodule_search_locations or []) if spec else []:
+        if (Path(d) / "analysis.schema.yaml").exists():
+            return Path(d) / "analysis.schema.yaml"
+    return None
+
+
 def _validate_analysis(path: Path, cfg: dict, schema_dir: Path | None) -> None:
-    """The ``analysis:`` block against workflow/schemas/analysis/<paper>.schema.yaml (typed per paper)."""
+    """The ``analysis:`` block against its paper's schema (typed per paper): a typo in a key is a config
+    error naming the file and the key path."""
     if not cfg.get("analysis"):
         return
-    schema_file = Path(schema_dir or SCHEMA_DIR_DEFAULT) / "analysis" / f"{cfg['paper']}.schema.yaml"
-    if not schema_file.exists():
-        raise ConfigError(path, "analysis", f"no schema for this paper's analysis block ({schema_file})")
-    validate(cfg["analysis"], load_schema(f"analysis/{cfg['paper']}", schema_dir), path, "analysis")
-
+    schema_file = analysis_schema_file(cfg["paper"], schema_dir)
+    if schema_file is None:
+        raise ConfigError(path, "analysis", "no schema for this paper's analysis block (workflow/schemas/analysis/"
+                          f"{cfg['paper']}.schema.yaml, or analysis.schema.yaml in seqmix.papers.{cfg['paper']})")
+    validate(cfg["analysis"], load_yaml(schema_file), path, "analysis")
