@@ -99,8 +99,8 @@ def artefact_spec(paper: str, paper_cfg: dict, name: str, scale: str, results: s
         leaves[exp] = [leaf_record(leaf, results) for c in selected_cells(cells, exp, pattern)
                        for leaf in cells[(exp, c)]]
     experiments = [*(reads.get("summaries") or []), *(reads.get("leaves") or {}), *(reads.get("configs") or [])]
-    resolved = {e: {v: leaf_config(paper_cfg["experiments"][e], v, scale) for v in paper_cfg["experiments"][e]["variants"]}
-                for e in dict.fromkeys(experiments)}
+    exps = paper_cfg["experiments"]
+    resolved = {e: {v: leaf_config(exps[e], v, scale) for v in exps[e]["variants"]} for e in dict.fromkeys(experiments)}
     claims = {c["id"]: c.get("reported") for c in paper_cfg.get("claims") or []}
     return {
         "paper": paper, "scale": scale, "name": name, "paper_dir": str(layout.paper_dir(results, paper)),
@@ -145,7 +145,8 @@ def validate_artefacts(path: Path, cfg: dict, schema_dir: Path | None = None) ->
         for key in ("summaries", "configs", "leaves"):
             for e in reads.get(key) or []:
                 if e not in exps:
-                    raise ConfigError(path, f"{where}.reads.{key}", f"no experiment {e!r} (has: {', '.join(sorted(exps))})")
+                    raise ConfigError(path, f"{where}.reads.{key}",
+                                      f"no experiment {e!r} (has: {', '.join(sorted(exps))})")
         for a in reads.get("artefacts") or []:
             if a not in arts or a == name:
                 raise ConfigError(path, f"{where}.reads.artefacts", f"no other artefact {a!r} in this paper")

@@ -236,7 +236,8 @@ def cmd_progress(args):
 
     cells = cell_run_paths(args.results, args.paper, args.experiment)
     if not cells:
-        raise SystemExit(f"no run configs under {paper_dir(args.results, args.paper) / 'run'} (has the DAG written them yet?)")
+        where = paper_dir(args.results, args.paper) / "run"
+        raise SystemExit(f"no run configs under {where} (has the DAG written them yet?)")
     metrics = [m for m in (args.metrics or "").split(",") if m]
     print("| leaf | status | " + " | ".join(metrics) + (" |" if metrics else "|"))
     print("|---|---|" + "---|" * len(metrics))

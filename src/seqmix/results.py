@@ -10,7 +10,7 @@ Everything a run writes lives under the results root (``config["results"]``), on
         <experiment>/summary.csv            every leaf of the experiment (collect)
         <experiment>/<variant>/<point>/seed<seed>/   a leaf: checkpoint, history, metrics, markers
         tables/  figures/                   the outputs of `table` and `figure` artefacts
-        <name>/                             the outputs of an `analysis` artefact (what claims read as ``table: <name>``)
+        <name>/                             the outputs of an `analysis` artefact (claims: ``table: <name>``)
         claims.md  claims.csv
         logs/  benchmarks/
 

@@ -1,7 +1,8 @@
 """Artefacts as data: a paper is one YAML and one package. A throwaway paper written here (config/papers/toy.yaml
 in a copy of the workflow, its package, with the schema of its `analysis:` block, in an overlay directory on
-PYTHONPATH) enters the DAG with no other file changed; run for real, editing one claim re-runs only the claims step and editing one artefact's
-analysis slice re-runs only that artefact (and what reads its outputs: the claims and the report index)."""
+PYTHONPATH) enters the DAG with no other file changed; run for real, editing one claim re-runs only the
+claims step and editing one artefact's analysis slice re-runs only that artefact (and what reads its
+outputs: the claims and the report index)."""
 from __future__ import annotations
 
 import os

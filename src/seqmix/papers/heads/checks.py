@@ -35,7 +35,8 @@ def check_t1(ns: list[int], restarts: int, context_ks: list[int]) -> list[dict]:
     rows.append(row("T1", "probe_min_embedded_d4", single_head_probe_min(W4), k=2, n=2))
     # for context: the k = 4, 8 teachers' first lag is not orthogonal to e_1, so their probe bound is below 1
     for k in context_ks:
-        rows.append(row("T1", "probe_min_closed_form", single_head_probe_min(lag_operators(k, max(ns))), k=k, n=max(ns)))
+        bound = single_head_probe_min(lag_operators(k, max(ns)))
+        rows.append(row("T1", "probe_min_closed_form", bound, k=k, n=max(ns)))
     return rows
 
 
