@@ -202,6 +202,25 @@ def test_second_run_is_noop(dag):
     assert "Nothing to be done" in r.stdout + r.stderr
 
 
+def test_artefact_setting_reruns_only_that_artefact(dag):
+    """Editing Figure 1's analysis slice re-runs its run spec and rule, the claims step (it reads every
+    artefact output) and the report index; nothing trains, and no other artefact re-runs."""
+    work = dag["dir"]
+    paper = work / "config" / "papers" / "heads.yaml"
+    text = paper.read_text()
+    old = "  figure1: {n: 12, kernel: [0.25, 0.5, 1.0, 0.5, 0.25], a: 0.8, d_k: 8, seed: 0}\n"
+    assert old in text
+    paper.write_text(text.replace(old, old.replace("a: 0.8", "a: 0.7")))
+    try:
+        dry = smk(work, "-n")
+        assert dry.returncode == 0, dry.stderr[-3000:]
+        table = (dry.stdout + dry.stderr).split("Job stats:", 1)[1].split("total", 1)[0]
+        jobs = dict(re.findall(r"^(\w+)\s+(\d+)\s*$", table, flags=re.M))
+        assert set(jobs) == {"artefact_run_config", "heads_figure1", "claims", "report_index", "all"}, jobs
+    finally:
+        paper.write_text(text)
+
+
 def test_hyperparameter_change_reruns_only_its_cells(dag):
     work = dag["dir"]
     paper = work / "config" / "papers" / "heads.yaml"
@@ -225,21 +244,3 @@ def test_hyperparameter_change_reruns_only_its_cells(dag):
     finally:
         paper.write_text(text)
 
-
-def test_artefact_setting_reruns_only_that_artefact(dag):
-    """Editing Figure 1's analysis slice re-runs its run spec and rule, the claims step (it reads every
-    artefact output) and the report index; nothing trains, and no other artefact re-runs."""
-    work = dag["dir"]
-    paper = work / "config" / "papers" / "heads.yaml"
-    text = paper.read_text()
-    old = "  figure1: {n: 12, kernel: [0.25, 0.5, 1.0, 0.5, 0.25], a: 0.8, d_k: 8, seed: 0}\n"
-    assert old in text
-    paper.write_text(text.replace(old, old.replace("a: 0.8", "a: 0.7")))
-    try:
-        dry = smk(work, "-n")
-        assert dry.returncode == 0, dry.stderr[-3000:]
-        table = (dry.stdout + dry.stderr).split("Job stats:", 1)[1].split("total", 1)[0]
-        jobs = dict(re.findall(r"^(\w+)\s+(\d+)\s*$", table, flags=re.M))
-        assert set(jobs) == {"artefact_run_config", "heads_figure1", "claims", "report_index", "all"}, jobs
-    finally:
-        paper.write_text(text)
