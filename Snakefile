@@ -14,8 +14,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/tracking.smk"
 include: "workflow/rules/resources.smk"
 include: "workflow/rules/stages.smk"
-include: "workflow/rules/heads.smk"
-include: "workflow/rules/superposition.smk"
+include: "workflow/rules/artefacts.smk"
 include: "workflow/rules/report.smk"
 
 

@@ -46,12 +46,6 @@ def cmd_diagnose(args):
     _cell_stage(args, "diagnose")
 
 
-def _paper_module(paper: str):
-    import importlib
-
-    return importlib.import_module(f"seqmix.papers.{paper}")
-
-
 def cmd_collect(args):
     from .io import read_json
     from .report.tables import write_csv
@@ -67,14 +61,19 @@ def cmd_collect(args):
 
 
 def cmd_artefact(args):
+    """Run one artefact of a paper: ``seqmix.papers.<paper>.ARTEFACTS[spec["name"]](spec, out)``."""
     from .io import read_json
+    from .papers import artefact_function
 
     _setup(args.threads)
-    run = read_json(args.run)
-    mod = _paper_module(run["paper"])
-    if args.name not in mod.ARTEFACTS:
-        raise SystemExit(f"unknown artefact {args.name!r} of paper {run['paper']}; known: {', '.join(mod.ARTEFACTS)}")
-    mod.ARTEFACTS[args.name](run, Path(args.out))
+    spec = read_json(args.run)
+    try:
+        fn = artefact_function(spec["paper"], spec["name"])
+    except LookupError as e:
+        raise SystemExit(f"{args.run}: {e}")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    fn(spec, out)
 
 
 def cmd_claims(args):
@@ -82,26 +81,27 @@ def cmd_claims(args):
     from .io import read_json
 
     _setup(args.threads)
-    run = read_json(args.run)
-    results = claims.evaluate_claims(run["config"]["claims"], Path(run["results"]) / run["paper"], run["scale"])
-    claims.write_claims(results, Path(args.out_md), Path(args.out_csv), run["paper"], run["scale"])
-    _log_paper_artefacts(run, [args.out_md, args.out_csv] + list(args.artifacts or []))
+    spec = read_json(args.run)
+    results = claims.evaluate_claims(spec["claims"], Path(spec["paper_dir"]), spec["scale"])
+    claims.write_claims(results, Path(args.out_md), Path(args.out_csv), spec["paper"], spec["scale"])
+    artefacts = [p for paths in spec["inputs"]["artefacts"].values() for p in paths]
+    _log_paper_artefacts(spec, [args.out_md, args.out_csv] + artefacts)
 
 
-def _log_paper_artefacts(run: dict, files: list[str]) -> None:
+def _log_paper_artefacts(spec: dict, files: list[str]) -> None:
     """One paper-level MLflow run holding the tables, figures and claims as artifacts."""
     from . import tracking
     from .io import config_hash
 
-    uri = tracking.resolve_uri(run["tracking"]["uri"])
-    key = f"{run['paper']}.artefacts"
-    rec = tracking.buffer_record(key=key, experiment=run["paper"], run_name=f"{run['paper']}/artefacts",
-                                 tags=tracking.run_tags(rule="claims", paper=run["paper"], scale=run["scale"],
-                                                        config_hash=config_hash(run["config"])),
+    uri = tracking.resolve_uri(spec["tracking"]["uri"])
+    key = f"{spec['paper']}.artefacts"
+    rec = tracking.buffer_record(key=key, experiment=spec["paper"], run_name=f"{spec['paper']}/artefacts",
+                                 tags=tracking.run_tags(rule="claims", paper=spec["paper"], scale=spec["scale"],
+                                                        config_hash=config_hash(spec["claims"])),
                                  params={}, metrics={}, artifacts=[str(Path(f).resolve()) for f in files])
-    buf = Path(run["results"]) / run["paper"] / "tracking-artefacts.jsonl"
+    buf = Path(spec["paper_dir"]) / "tracking-artefacts.jsonl"
     tracking.write_buffer(buf, [rec])
-    tracking.ingest(tracking.paper_buffers(run["results"], run["paper"]) + [buf], uri, run["results"])
+    tracking.ingest(tracking.paper_buffers(spec["results"], spec["paper"]) + [buf], uri, spec["results"])
 
 
 def cmd_mlflow_init(args):
@@ -138,16 +138,20 @@ def cmd_report_index(args):
 
 def cmd_where(args):
     """Print where the tables, figures, claims, report and MLflow database of a run are."""
+    from . import results as layout
+
     results = Path(args.results)
     print("\nseqmix: outputs")
-    for d in sorted(p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")
-                    and (p / "claims.md").exists()):
+    for d in sorted(p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        claims_md = layout.claims_paths(results, d.name)[0]
+        if not claims_md.exists():
+            continue
         print(f"  {d.name}:")
-        print(f"    claims   {d / 'claims.md'}")
-        for kind in ("tables", "figures"):
-            files = sorted((d / kind).glob("*.md" if kind == "tables" else "*.png"))
+        print(f"    claims   {claims_md}")
+        for kind, ext in (("table", "*.md"), ("figure", "*.png")):
+            files = sorted(layout.artefact_dir(results, d.name, kind, "").glob(ext))
             if files:
-                print(f"    {kind:8s} " + "  ".join(str(f) for f in files))
+                print(f"    {kind + 's':8s} " + "  ".join(str(f) for f in files))
     for name, what in (("report.html", "report  "), ("report.md", "index   "), ("mlflow.db", "mlflow  ")):
         if (results / name).exists():
             print(f"  {what} {results / name}")
@@ -155,38 +159,44 @@ def cmd_where(args):
         print(f"  browse runs: mlflow ui --backend-store-uri sqlite:///{results / 'mlflow.db'}")
 
 
+def _leaf_status(leaf: dict, metrics: list[str]) -> tuple[str, list[str]]:
+    """(status, metric cells) of one leaf from the files its stages wrote."""
+    import torch
+
+    from .io import read_json
+    from .results import is_done, leaf_marker
+
+    out, h = Path(leaf["out_dir"]), leaf["hash"]
+    steps = (leaf["config"].get("train") or {}).get("steps")
+    if is_done(leaf_marker(out, "evaluate"), h):
+        got = read_json(leaf_marker(out, "evaluate"))["metrics"]
+        return "evaluated", [f"{got[m]:.4g}" if isinstance(got.get(m), (int, float)) else "—" for m in metrics]
+    if is_done(leaf_marker(out, "train"), h):
+        return "trained", [""] * len(metrics)
+    if (out / "checkpoint.pt").exists():
+        ck = torch.load(out / "checkpoint.pt", weights_only=True, map_location="cpu")
+        status = f"training: step {ck['step']}/{steps}" if ck.get("config_hash") == h else "stale checkpoint"
+        return status, [""] * len(metrics)
+    return "not started", [""] * len(metrics)
+
+
 def cmd_progress(args):
     """A markdown table of every leaf of a paper (or one experiment): evaluated, trained, in progress (the
     step of its last checkpoint) or not started, with chosen metrics of the evaluated ones. For watching a
     long run, and for reading the leaves that finished when the whole DAG has not."""
-    import torch
-
     from .io import read_json
-    from .stages import _done
+    from .results import cell_run_paths, paper_dir
 
-    root = Path(args.results) / args.paper
-    cells = sorted((root / "run").glob(f"{args.experiment or '*'}.*.json"))
+    cells = cell_run_paths(args.results, args.paper, args.experiment)
     if not cells:
-        raise SystemExit(f"no run configs under {root / 'run'} (has the DAG written them yet?)")
+        where = paper_dir(args.results, args.paper) / "run"
+        raise SystemExit(f"no run configs under {where} (has the DAG written them yet?)")
     metrics = [m for m in (args.metrics or "").split(",") if m]
     print("| leaf | status | " + " | ".join(metrics) + (" |" if metrics else "|"))
     print("|---|---|" + "---|" * len(metrics))
     for cell in cells:
         for leaf in read_json(cell)["leaves"]:
-            out, h = Path(leaf["out_dir"]), leaf["hash"]
-            steps = (leaf["config"].get("train") or {}).get("steps")
-            values = [""] * len(metrics)
-            if _done(out / "metrics.json", h):
-                status = "evaluated"
-                got = read_json(out / "metrics.json")["metrics"]
-                values = [f"{got[m]:.4g}" if isinstance(got.get(m), (int, float)) else "—" for m in metrics]
-            elif _done(out / "train.done.json", h):
-                status = "trained"
-            elif (out / "checkpoint.pt").exists():
-                ck = torch.load(out / "checkpoint.pt", weights_only=True, map_location="cpu")
-                status = f"training: step {ck['step']}/{steps}" if ck.get("config_hash") == h else "stale checkpoint"
-            else:
-                status = "not started"
+            status, values = _leaf_status(leaf, metrics)
             print(f"| {leaf['id']} | {status} | " + " | ".join(values) + (" |" if metrics else "|"))
 
 
@@ -224,15 +234,13 @@ def main(argv: list[str] | None = None) -> None:
     sp = add("collect", cmd_collect, "gather cell summaries into one CSV")
     sp.add_argument("--out", required=True)
     sp.add_argument("inputs", nargs="+")
-    sp = add("artefact", cmd_artefact, "render one table or figure of a paper")
-    sp.add_argument("--run", required=True, help="the paper's run-config JSON")
-    sp.add_argument("--name", required=True)
-    sp.add_argument("--out", required=True, help="output directory or file stem")
+    sp = add("artefact", cmd_artefact, "render one table, figure or analysis of a paper")
+    sp.add_argument("--run", required=True, help="the artefact's run spec JSON (it names the paper and artefact)")
+    sp.add_argument("--out", required=True, help="the directory it writes into")
     sp = add("claims", cmd_claims, "check the paper's claims against our results")
-    sp.add_argument("--run", required=True)
+    sp.add_argument("--run", required=True, help="the claims step's run spec JSON")
     sp.add_argument("--out-md", required=True)
     sp.add_argument("--out-csv", required=True)
-    sp.add_argument("--artifacts", nargs="*", help="tables and figures to attach to the paper's MLflow run")
     sp = add("mlflow-init", cmd_mlflow_init, "create the MLflow store and experiments once")
     sp.add_argument("--uri", required=True)
     sp.add_argument("--results", required=True)

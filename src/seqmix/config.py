@@ -18,6 +18,7 @@ from typing import Any, Iterable
 import yaml
 
 from .io import config_hash
+from .results import leaf_dir
 
 SCALES = ("tiny", "cpu", "paper")
 RUNTIME_KEYS = ("device", "dtype", "amp", "compile", "kernels")  # global keys a job's Runtime is built from
@@ -162,7 +163,12 @@ class Leaf:
         return config_hash(self.config)
 
     def out_dir(self, results: str | Path) -> Path:
-        return Path(results) / self.paper / self.experiment / self.variant / self.point / f"seed{self.seed}"
+        return leaf_dir(results, self.paper, self.experiment, self.variant, self.point, self.seed)
+
+
+def leaf_record(leaf: Leaf, results: str | Path) -> dict:
+    """A leaf as the jobs and artefacts read it: id, config hash, output directory and canonical config."""
+    return {"id": leaf.id, "hash": leaf.hash, "out_dir": str(leaf.out_dir(results)), "config": leaf.config}
 
 
 def leaf_config(exp: dict, variant: str, scale: str) -> dict:
@@ -220,8 +226,7 @@ def cell_run_config(paper: str, experiment: str, cell: str, leaves: list[Leaf], 
         "results": globals_["results"],
         "tracking": globals_["tracking"],
         "runtime": {k: globals_[k] for k in RUNTIME_KEYS if k in globals_},  # resolved in the job (training.runtime)
-        "leaves": [{"id": l.id, "hash": l.hash, "out_dir": str(l.out_dir(globals_["results"])), "config": l.config}
-                   for l in leaves],
+        "leaves": [leaf_record(leaf, globals_["results"]) for leaf in leaves],
     }
 
 
@@ -241,6 +246,8 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
         validate(cfg, schema, path)
     except ConfigError as e:
         raise at_claim_origin(e, origins) from None
+    if cfg["paper"] != path.stem:
+        raise ConfigError(path, "paper", f"expected {path.stem!r}, got {cfg['paper']!r} (the paper id is the file's name)")
     for exp_name, exp in cfg.get("experiments", {}).items():
         if scale not in exp["scales"]:
             raise ConfigError(path, f"experiments.{exp_name}.scales",
@@ -253,6 +260,9 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
             validate_claim(path, where, claim)
         except ConfigError as e:
             raise in_member(e, params) from None
+    from .artefacts import validate_artefacts  # here: artefacts imports this module
+
+    validate_artefacts(path, cfg, schema_dir)
     return cfg
 
 
@@ -274,8 +284,25 @@ def load_all(config: dict, root: str | Path = ".", config_file: str = "config/co
 
         check_settings(config, config_file)
     papers = {}
-    for p in config["papers"]:
-        papers[p] = load_paper(root / "config" / "papers" / f"{p}.yaml", config["scale"], schema_dir)
-        if papers[p]["paper"] != p:
-            raise ConfigError(root / "config" / "papers" / f"{p}.yaml", "paper", f"expected {p!r}, got {papers[p]['paper']!r}")
+    for p in selected_papers(config, root, config_file):
+        path = root / "config" / "papers" / f"{p}.yaml"
+        papers[p] = load_paper(path, config["scale"], schema_dir)
     return {"globals": config, "papers": papers}
+
+
+def discover_papers(root: str | Path = ".") -> list[str]:
+    """The paper ids: the files config/papers/<paper>.yaml, sorted."""
+    return sorted(p.stem for p in (Path(root) / "config" / "papers").glob("*.yaml"))
+
+
+def selected_papers(config: dict, root: str | Path = ".", config_file: str = "config/config.yaml") -> list[str]:
+    """The papers in the DAG: the ``papers`` selection of the config, or every paper file when it is empty."""
+    found = discover_papers(root)
+    chosen = list(config.get("papers") or found)
+    for i, p in enumerate(chosen):
+        if p not in found:
+            raise ConfigError(config_file, f"papers[{i}]", f"{p!r} is not one of the paper files config/papers/*.yaml: "
+                              f"{', '.join(map(repr, found)) or 'none'}")
+    if not chosen:
+        raise ConfigError(config_file, "papers", "no paper configs under config/papers/")
+    return chosen

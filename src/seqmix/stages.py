@@ -17,6 +17,8 @@ from pathlib import Path
 
 from . import tracking
 from .io import read_json, write_json
+from .results import is_done as _done
+from .results import leaf_marker
 
 log = logging.getLogger("seqmix.stages")
 
@@ -26,15 +28,6 @@ def _leaf_tags(run: dict, leaf: dict, rule: str) -> dict:
     return tracking.run_tags(rule=rule, paper=run["paper"], experiment=run["experiment"], cell=run["cell"],
                              variant=cfg["variant"], point=cfg["point"], seed=cfg["seed"], scale=run["scale"],
                              config_hash=leaf["hash"])
-
-
-def _done(marker: Path, leaf_hash: str) -> bool:
-    if not marker.exists():
-        return False
-    try:
-        return read_json(marker).get("hash") == leaf_hash
-    except (ValueError, OSError):
-        return False
 
 
 def _runtime(run: dict):
@@ -55,7 +48,7 @@ def train_cell(run: dict) -> dict:
     n = len(run["leaves"])
     for i, leaf in enumerate(run["leaves"], 1):
         out, cfg = Path(leaf["out_dir"]), leaf["config"]
-        marker = out / "train.done.json"
+        marker = leaf_marker(out, "train")
         if _done(marker, leaf["hash"]):
             log.info("[%d/%d] %s: already trained", i, n, leaf["id"])
             summary.append(read_json(marker))
@@ -124,10 +117,10 @@ def evaluate_cell(run: dict) -> dict:
     buffers, summary = [], []
     for leaf in run["leaves"]:
         out, cfg = Path(leaf["out_dir"]), leaf["config"]
-        marker = out / "metrics.json"
+        marker = leaf_marker(out, "evaluate")
         if not _done(marker, leaf["hash"]):
-            if not _done(out / "train.done.json", leaf["hash"]):
-                raise RuntimeError(f"{leaf['id']}: not trained for this config (no matching {out / 'train.done.json'})")
+            if not _done(leaf_marker(out, "train"), leaf["hash"]):
+                raise RuntimeError(f"{leaf['id']}: not trained for this config (no matching {leaf_marker(out, 'train')})")
             task, model = load_trained(cfg, out, rt)
             metrics = task.evaluate(model)
             rec = tracking.buffer_record(key=leaf["hash"] + ".evaluate", experiment=run["paper"],
@@ -165,9 +158,9 @@ def diagnose_cell(run: dict) -> dict:
     buffers, summary, rows = [], [], []
     for leaf in run["leaves"]:
         out, cfg = Path(leaf["out_dir"]), leaf["config"]
-        marker = out / "diagnose.json"
+        marker = leaf_marker(out, "diagnose")
         if not _done(marker, leaf["hash"]):
-            trained = _done(out / "train.done.json", leaf["hash"])
+            trained = _done(leaf_marker(out, "train"), leaf["hash"])
             if trained:
                 task, model = load_trained(cfg, out, rt)
             else:  # measured at initialisation (e.g. the heads paper's Exp. II)

@@ -448,11 +448,11 @@ def test_shipped_closed_form_claims_hold_against_the_theory_table(tmp_path, root
     """The heads paper's closed-form and spec-derived theory claims against the theory table that
     seqmix.papers.heads writes: every one holds at every scale; the Exp. I claims are 'not run'."""
     from seqmix.config import load_paper
-    from seqmix.papers.heads import theory
+    from seqmix.papers.heads.analysis import theory
 
     paper = load_paper(root / "config" / "papers" / "heads.yaml", "tiny")  # families expanded, defaults applied
     resolved = {"exp1": {f"k{k}": {"task": {"k": k, "n": 16}} for k in (2, 4, 8)}}
-    theory({"resolved": resolved}, tmp_path / "theory")
+    theory({"resolved": resolved, "analysis": {"theory": paper["analysis"]["theory"]}}, tmp_path / "theory")
     for scale in ("tiny", "cpu", "paper"):
         for res in C.evaluate_claims(paper["claims"], tmp_path, scale):
             if res.id.startswith("theory-"):

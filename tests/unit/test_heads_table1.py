@@ -92,3 +92,13 @@ def test_row_with_wrong_number_of_cells_is_refused(table):
     bad["rows"][0] = bad["rows"][0] + ["extra"]
     with pytest.raises(ValueError, match="row 0 has 8 cells, expected 7"):
         render_static_table(bad)
+
+
+def test_artefact_writes_the_rendered_table_from_its_spec_slice(table, rendered, tmp_path):
+    """The pipeline's ``table1`` artefact receives the static table as its spec's analysis slice (declared in
+    the paper's `artefacts:` block) and writes exactly the rendered text."""
+    from seqmix.papers.heads import ARTEFACTS
+
+    ARTEFACTS["table1"]({"analysis": {"table1": table}}, tmp_path)
+    for ext in ("md", "tex", "csv"):
+        assert (tmp_path / f"table1.{ext}").read_text() == rendered[ext], ext

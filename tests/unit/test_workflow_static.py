@@ -84,21 +84,70 @@ def test_lint_clean_but_for_waivers():
     assert found <= WAIVED_LINTS, f"unwaived lints: {found - WAIVED_LINTS}"
 
 
+def _rule_bodies():
+    """(name, body) of every rule in workflow/rules/*.smk, the ones a loop builds (`rule:` + `name:`) included."""
+    out = []
+    for path in (ROOT / "workflow" / "rules").glob("*.smk"):
+        lines = path.read_text().splitlines()
+        for i, line in enumerate(lines):
+            m = re.match(r"^(\s*)rule(?: (\w+))?:\s*$", line)
+            if not m:
+                continue
+            indent, body = len(m.group(1)), []
+            for nxt in lines[i + 1:]:
+                if nxt.strip() and len(nxt) - len(nxt.lstrip()) <= indent:
+                    break
+                body.append(nxt)
+            out.append((m.group(2) or f"{path.name}:{i + 1}", "\n".join(body)))
+    return out
+
+
 def test_every_rule_has_log_and_benchmark():
+    rules = _rule_bodies()
+    assert len(rules) >= 10
+    for name, body in rules:
+        assert re.search(r"^\s+log:", body, flags=re.M), f"rule {name} has no log:"
+        assert re.search(r"^\s+benchmark:", body, flags=re.M), f"rule {name} has no benchmark:"
+
+
+def test_no_per_paper_rule_files_and_one_caption_template():
+    """Artefacts are data: no <paper>.smk, no paper-specific dict in the rules, one caption template."""
+    names = {p.stem for p in (ROOT / "workflow" / "rules").glob("*.smk")}
+    assert not names & set(papers_present()), names & set(papers_present())
     text = "\n".join(p.read_text() for p in (ROOT / "workflow" / "rules").glob("*.smk"))
-    rules = re.split(r"^rule ", text, flags=re.M)[1:]
-    assert rules
-    for body in rules:
-        name = body.split(":", 1)[0]
-        body = re.split(r"^\S", body.split("\n", 1)[1], flags=re.M)[0]
-        assert "\n    log:" in body, f"rule {name} has no log:"
-        assert "\n    benchmark:" in body, f"rule {name} has no benchmark:"
+    for paper in papers_present():
+        assert f'"{paper}"' not in text, f"the rules name the paper {paper!r}"
+    assert not re.search(r"PAPER_(TARGETS|CLAIM_INPUTS|ARTEFACTS)", text)
+    assert sorted(p.name for p in (ROOT / "workflow" / "report").glob("*.rst")) == ["artefact.rst"]
+    assert re.search(r"resources:\s*\n\s*heavy", text) is None
 
 
 def test_tables_figures_claims_are_report_items():
-    text = "\n".join(p.read_text() for p in (ROOT / "workflow" / "rules").glob("*.smk"))
-    for fragment in ('"claims.md"), category', '"table1.md"), category', '"figure3_left.png"), category'):
-        assert fragment in text.replace("\n", "").replace("  ", ""), fragment
+    """Artefact outputs listed in `report` (default: the .md of tables, the .png of figures) and claims.md go
+    through report() with the one caption template and the artefact's caption as a param."""
+    from seqmix.artefacts import report_files
+    from seqmix.config import load_yaml
+
+    text = (ROOT / "workflow" / "rules" / "artefacts.smk").read_text()
+    assert 'report(path, caption="../report/artefact.rst"' in text and "caption=_decl[\"caption\"]" in text
+    assert "if Path(o).name in _shown" in text
+    stages = (ROOT / "workflow" / "rules" / "stages.smk").read_text()
+    assert re.search(r'claims_paths\(RESULTS, "\{paper\}"\)\[0\]\),\s*category', stages)
+    heads = load_yaml(ROOT / "config" / "papers" / "heads.yaml")["artefacts"]
+    assert report_files(heads["table1"]) == ["table1.md"]
+    assert report_files(heads["figure3_left"]) == ["figure3_left.png"]
+    assert report_files(heads["theory"]) == []
+
+
+@pytest.mark.parametrize("paper", papers_present())
+def test_declared_artefacts_are_the_packages(paper):
+    """Every artefact a paper's YAML declares has its function in seqmix.papers.<paper>.ARTEFACTS, and back."""
+    import importlib
+
+    from seqmix.config import load_yaml
+
+    declared = set(load_yaml(ROOT / "config" / "papers" / f"{paper}.yaml").get("artefacts") or {})
+    assert declared == set(importlib.import_module(f"seqmix.papers.{paper}").ARTEFACTS)
 
 
 def test_nothing_reads_shared():

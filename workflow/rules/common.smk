@@ -1,13 +1,16 @@
-# Targets, path helpers and the run-config rule shared by every paper.
-# Configs are validated against workflow/schemas/ here, before any job: a bad key or value stops the
-# run with the file, the key path and what was expected.
+# Papers, cells, path helpers and run specs shared by every rule. Paper ids are the files
+# config/papers/<paper>.yaml (config `papers:` selects among them). Configs are validated against
+# workflow/schemas/ here, before any job: a bad key or value stops the run with the file, the key path and
+# what was expected. The results layout belongs to seqmix.results; artefacts are declared in the papers' YAML.
 import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))  # the library, also without an install
 
-from seqmix.config import ConfigError, expand_cells, leaf_config, load_all, cell_run_config
+from seqmix import artefacts as A
+from seqmix import results as layout
+from seqmix.config import ConfigError, cell_run_config, expand_cells, load_all
 from seqmix.io import canonical_json
 from seqmix.training.allocator import apply_to_environ
 
@@ -33,10 +36,11 @@ wildcard_constraints:
     paper="|".join(PAPERS),
     experiment=r"[A-Za-z0-9_]+",
     cell=r"[A-Za-z][A-Za-z0-9_]*-[0-9]+",
+    artefact=r"[a-z][a-z0-9_]*",
 
 
 def R(*parts):
-    """A path under the results root."""
+    """A path under the results root (logs and benchmarks; outputs go through seqmix.results)."""
     return str(Path(RESULTS, *parts))
 
 
@@ -47,27 +51,21 @@ def cells_of(paper, experiment):
 def stages_of(paper, experiment):
     """The stages an experiment's cells run (default train -> evaluate; e.g. [diagnose] alone for models that
     are measured at initialisation)."""
-    return PAPERS[paper]["experiments"][experiment].get("stages") or ["train", "evaluate"]
+    return A.stages_of(PAPERS[paper], experiment)
 
 
-def cell_run_spec(paper, experiment, cell):
+def cell_run_spec(wildcards):
+    paper, experiment, cell = wildcards.paper, wildcards.experiment, wildcards.cell
     return canonical_json(cell_run_config(paper, experiment, cell, CELLS[paper][(experiment, cell)], SCALE, config))
 
 
-def paper_run_spec(paper):
-    """What paper-level rules (tables, figures, claims) read: the paper config and each variant's
-    resolved config at this scale."""
-    cfg = PAPERS[paper]
-    resolved = {e: {v: leaf_config(x, v, SCALE) for v in x["variants"]} for e, x in cfg["experiments"].items()}
-    return canonical_json({"paper": paper, "scale": SCALE, "results": RESULTS, "tracking": config["tracking"],
-                           "config": cfg, "resolved": resolved})
+def artefact_run_spec(wildcards):
+    return canonical_json(A.artefact_spec(wildcards.paper, PAPERS[wildcards.paper], wildcards.artefact, SCALE,
+                                          RESULTS, CELLS[wildcards.paper]))
 
 
-def run_spec(wildcards):
-    if wildcards.name == "paper":
-        return paper_run_spec(wildcards.paper)
-    experiment, cell = wildcards.name.split(".", 1)
-    return cell_run_spec(wildcards.paper, experiment, cell)
+def claims_run_spec(wildcards):
+    return canonical_json(A.claims_spec(wildcards.paper, PAPERS[wildcards.paper], SCALE, RESULTS, config["tracking"]))
 
 
 def dispatch_spec():
@@ -81,21 +79,17 @@ def threads_of(paper, experiment):
     return PAPERS[paper]["experiments"][experiment]["scales"][SCALE].get("threads", config["threads"])
 
 
-PAPER_TARGETS = {}  # paper -> its tables, figures and claims (filled by <paper>.smk)
+def paper_targets(paper):
+    """A paper's claims and every declared artefact output."""
+    md, csv = layout.claims_paths(RESULTS, paper)
+    return [str(md), str(csv)] + [str(p) for p in A.all_outputs(RESULTS, paper, PAPERS[paper])]
 
 
 def all_targets():
-    targets = [R("report.md")]
-    for p in PAPERS:
-        targets += PAPER_TARGETS[p]
-    return targets
+    return [R("report.md")] + [t for p in PAPERS for t in paper_targets(p)]
 
 
 def claims_inputs(paper):
-    """Everything a paper's claims read: each experiment's summary and the paper's theory outputs."""
-    ins = [R(paper, e, "summary.csv") for e in PAPERS[paper]["experiments"]]
-    return ins + PAPER_CLAIM_INPUTS.get(paper, [])
-
-
-PAPER_CLAIM_INPUTS = {}  # paper -> extra inputs of its claims rule (filled by <paper>.smk)
-PAPER_ARTEFACTS = {}  # paper -> tables and figures attached to its MLflow artefacts run
+    """Everything a paper's claims read: each experiment's summary and every declared artefact output."""
+    ins = [str(layout.summary_path(RESULTS, paper, e)) for e in PAPERS[paper]["experiments"]]
+    return ins + [str(p) for p in A.all_outputs(RESULTS, paper, PAPERS[paper])]

@@ -4,7 +4,7 @@
 
 rule report_index:
     input:
-        lambda w: [t for p in PAPERS for t in PAPER_TARGETS[p]],
+        [t for p in PAPERS for t in paper_targets(p)],
     output:
         R("report.md"),
     params:

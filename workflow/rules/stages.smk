@@ -1,20 +1,55 @@
 # ---------------------------------------------------------------------------------------------------
 # Stages every paper shares: train -> evaluate per cell, collect per experiment, claims per paper.
-# The per-paper .smk files add their tables and figures and list their targets in paper_targets().
+# artefacts.smk adds each paper's tables, figures and analyses from its YAML.
 
 
 # The run-config file is the job's input. Snakemake's `params` rerun trigger rewrites it when the
-# config of exactly this cell (or paper) changes, so editing a hyperparameter re-runs only the cells
-# it touches.
+# config of exactly this cell changes, so editing a hyperparameter re-runs only the cells it touches.
 rule run_config:
     output:
-        R("{paper}", "run", "{name}.json"),
+        str(layout.cell_run_path(RESULTS, "{paper}", "{experiment}", "{cell}")),
     params:
-        spec=run_spec,
+        spec=cell_run_spec,
     log:
-        R("{paper}", "logs", "run_config", "{name}.log"),
+        R("{paper}", "logs", "run_config", "{experiment}.{cell}.log"),
     benchmark:
-        R("{paper}", "benchmarks", "run_config", "{name}.tsv")
+        R("{paper}", "benchmarks", "run_config", "{experiment}.{cell}.tsv")
+    localrule: True
+    run:
+        from seqmix.io import write_json
+
+        write_json(output[0], json.loads(params.spec))
+
+
+# An artefact's run spec: only what it reads (its inputs, the resolved configs of its experiments, its
+# slice of `analysis:`, the reported values of its claims). The same params rerun trigger: editing one
+# artefact's settings re-runs that artefact alone.
+rule artefact_run_config:
+    output:
+        str(layout.artefact_run_path(RESULTS, "{paper}", "{artefact}")),
+    params:
+        spec=artefact_run_spec,
+    log:
+        R("{paper}", "logs", "run_config", "artefact.{artefact}.log"),
+    benchmark:
+        R("{paper}", "benchmarks", "run_config", "artefact.{artefact}.tsv")
+    localrule: True
+    run:
+        from seqmix.io import write_json
+
+        write_json(output[0], json.loads(params.spec))
+
+
+# The claims step's run spec: the claims and what they read. Editing one claim re-runs only the claims step.
+rule claims_run_config:
+    output:
+        str(layout.claims_run_path(RESULTS, "{paper}")),
+    params:
+        spec=claims_run_spec,
+    log:
+        R("{paper}", "logs", "run_config", "claims.log"),
+    benchmark:
+        R("{paper}", "benchmarks", "run_config", "claims.tsv")
     localrule: True
     run:
         from seqmix.io import write_json
@@ -42,11 +77,11 @@ rule dispatch_config:
 
 rule train:
     input:
-        run=R("{paper}", "run", "{experiment}.{cell}.json"),
+        run=str(layout.cell_run_path(RESULTS, "{paper}", "{experiment}", "{cell}")),
         dispatch=ancient(rules.dispatch_config.output),
         mlflow=rules.mlflow_init.output,
     output:
-        R("{paper}", "{experiment}", "cells", "{cell}.train.json"),
+        str(layout.cell_marker(RESULTS, "{paper}", "{experiment}", "{cell}", "train")),
     log:
         R("{paper}", "logs", "train", "{experiment}.{cell}.log"),
     benchmark:
@@ -61,11 +96,11 @@ rule train:
 
 rule evaluate:
     input:
-        run=R("{paper}", "run", "{experiment}.{cell}.json"),
+        run=str(layout.cell_run_path(RESULTS, "{paper}", "{experiment}", "{cell}")),
         train=rules.train.output,
         dispatch=ancient(rules.dispatch_config.output),
     output:
-        R("{paper}", "{experiment}", "cells", "{cell}.evaluate.json"),
+        str(layout.cell_marker(RESULTS, "{paper}", "{experiment}", "{cell}", "evaluate")),
     log:
         R("{paper}", "logs", "evaluate", "{experiment}.{cell}.log"),
     benchmark:
@@ -82,13 +117,13 @@ rule evaluate:
 # else of the model at initialisation (the heads paper's Exp. II measures models that are never trained).
 rule diagnose:
     input:
-        run=R("{paper}", "run", "{experiment}.{cell}.json"),
+        run=str(layout.cell_run_path(RESULTS, "{paper}", "{experiment}", "{cell}")),
         mlflow=rules.mlflow_init.output,
         dispatch=ancient(rules.dispatch_config.output),
-        trained=lambda w: [R(w.paper, w.experiment, "cells", f"{w.cell}.train.json")]
+        trained=lambda w: [str(layout.cell_marker(RESULTS, w.paper, w.experiment, w.cell, "train"))]
         if "train" in stages_of(w.paper, w.experiment) else [],
     output:
-        R("{paper}", "{experiment}", "cells", "{cell}.diagnose.json"),
+        str(layout.cell_marker(RESULTS, "{paper}", "{experiment}", "{cell}", "diagnose")),
     log:
         R("{paper}", "logs", "diagnose", "{experiment}.{cell}.log"),
     benchmark:
@@ -104,10 +139,10 @@ rule diagnose:
 # An experiment runs its `stages` (default train -> evaluate); collect gathers its last stage's cells.
 rule collect:
     input:
-        lambda w: expand(R(w.paper, w.experiment, "cells", "{cell}.{stage}.json"),
-                         cell=cells_of(w.paper, w.experiment), stage=stages_of(w.paper, w.experiment)[-1]),
+        lambda w: [str(layout.cell_marker(RESULTS, w.paper, w.experiment, c, stages_of(w.paper, w.experiment)[-1]))
+                   for c in cells_of(w.paper, w.experiment)],
     output:
-        R("{paper}", "{experiment}", "summary.csv"),
+        str(layout.summary_path(RESULTS, "{paper}", "{experiment}")),
     log:
         R("{paper}", "logs", "collect", "{experiment}.log"),
     benchmark:
@@ -119,19 +154,21 @@ rule collect:
 
 rule claims:
     input:
-        run=R("{paper}", "run", "paper.json"),
+        run=rules.claims_run_config.output,
         results=lambda w: claims_inputs(w.paper),
-        artefacts=lambda w: PAPER_ARTEFACTS.get(w.paper, []),
         mlflow=rules.mlflow_init.output,
     output:
-        md=report(R("{paper}", "claims.md"), category="{paper}", subcategory="claims",
-                  caption="../report/claims.rst"),
-        csv=R("{paper}", "claims.csv"),
+        md=report(str(layout.claims_paths(RESULTS, "{paper}")[0]), category="{paper}", subcategory="claims",
+                  caption="../report/artefact.rst"),
+        csv=str(layout.claims_paths(RESULTS, "{paper}")[1]),
+    params:
+        caption=lambda w: (f"Claims of {w.paper}: the paper's numbers and statements beside ours, each with its "
+                           "source (paper / spec-derived / closed-form) and a verdict (holds / differs / not expected "
+                           "at this scale / not run)."),
     log:
         R("{paper}", "logs", "claims.log"),
     benchmark:
         R("{paper}", "benchmarks", "claims.tsv")
     localrule: True
     shell:
-        "python -m seqmix claims --run {input.run:q} --out-md {output.md:q} --out-csv {output.csv:q} "
-        "--artifacts {input.artefacts:q} 2> {log:q}"
+        "python -m seqmix claims --run {input.run:q} --out-md {output.md:q} --out-csv {output.csv:q} 2> {log:q}"

@@ -55,8 +55,8 @@ def theory(run: dict, out: Path) -> None:
     from ..tasks.reachability import set_size_table
     from ..theory import superposition as T
 
-    st = run["config"]["analysis"][run["scale"]]
-    root = Path(run["results"]) / run["paper"]
+    st = run["analysis"][run["scale"]]
+    root = Path(run["paper_dir"])
     rows: list[dict] = []
 
     def add(q, value, **kw):
@@ -239,7 +239,7 @@ def _mobius(st: dict, out: Path, add) -> None:
 # ----------------------------------------------------------------------------- tables
 
 def _summary(run: dict, exp: str) -> pd.DataFrame:
-    return pd.read_csv(Path(run["results"]) / run["paper"] / exp / "summary.csv")
+    return pd.read_csv(run["inputs"]["summaries"][exp])
 
 
 def _ms(df: pd.DataFrame, col: str) -> str:
@@ -333,14 +333,13 @@ def tables(run: dict, out: Path) -> None:
 def _histories(run: dict, exp: str) -> pd.DataFrame:
     """Long table of in-training diagnostics of every leaf of an experiment."""
     frames = []
-    for cell in sorted((Path(run["results"]) / run["paper"] / "run").glob(f"{exp}.*.json")):
-        for leaf in read_json(cell)["leaves"]:
-            h = read_json(Path(leaf["out_dir"]) / "history.json").get("diagnostics")
-            if not h:
-                continue
-            df = pd.DataFrame(h).astype(float)
-            df["variant"], df["seed"] = leaf["config"]["variant"], leaf["config"]["seed"]
-            frames.append(df)
+    for leaf in run["inputs"]["leaves"][exp]:
+        h = read_json(Path(leaf["out_dir"]) / "history.json").get("diagnostics")
+        if not h:
+            continue
+        df = pd.DataFrame(h).astype(float)
+        df["variant"], df["seed"] = leaf["config"]["variant"], leaf["config"]["seed"]
+        frames.append(df)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -354,7 +353,7 @@ def _band(ax, df, col, color, label, ls="-"):
 def figures(run: dict, out: Path) -> None:
     from ..report.figures import plt, save
 
-    res = Path(run["results"]) / run["paper"]
+    res = Path(run["paper_dir"])
     h1 = _histories(run, "e1")
     L = 3
     # Figure 2: r(c) = cos_obs / cos_theory vs step, per loss

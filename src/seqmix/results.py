@@ -1,0 +1,94 @@
+"""The one owner of the results layout and the completion markers.
+
+Everything a run writes lives under the results root (``config["results"]``), one directory per paper::
+
+    <results>/<paper>/
+        run/<experiment>.<cell>.json        a cell's run config (the train/evaluate/diagnose jobs read it)
+        run/artefacts/<name>.json           an artefact's run spec
+        run/claims.json                     the claims step's run spec
+        <experiment>/cells/<cell>.<stage>.json   a cell's completion marker per stage (the rule's output)
+        <experiment>/summary.csv            every leaf of the experiment (collect)
+        <experiment>/<variant>/<point>/seed<seed>/   a leaf: checkpoint, history, metrics, markers
+        tables/  figures/                   the outputs of `table` and `figure` artefacts
+        <name>/                             the outputs of an `analysis` artefact (claims: ``table: <name>``)
+        claims.md  claims.csv
+        logs/  benchmarks/
+
+A leaf's stage is done when its marker exists and carries the leaf's config hash (``is_done``): a
+half-written leaf, or one of another config, has no such marker and is rebuilt.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .io import read_json
+
+STAGES = ("train", "evaluate", "diagnose")
+# the per-leaf marker each stage writes last
+LEAF_MARKERS = {"train": "train.done.json", "evaluate": "metrics.json", "diagnose": "diagnose.json"}
+# where the outputs of each artefact kind go, under the paper's directory ({name}: the artefact's name)
+KIND_DIRS = {"table": "tables", "figure": "figures", "analysis": "{name}"}
+# names an analysis artefact may not take: its directory would collide with these
+RESERVED_DIRS = frozenset({"run", "logs", "benchmarks", "tables", "figures", "cells"})
+
+
+def paper_dir(results: str | Path, paper: str) -> Path:
+    return Path(results) / paper
+
+
+def summary_path(results: str | Path, paper: str, experiment: str) -> Path:
+    """The experiment's summary: one row per leaf (per diagnostic row for diagnose-only experiments)."""
+    return paper_dir(results, paper) / experiment / "summary.csv"
+
+
+def cell_marker(results: str | Path, paper: str, experiment: str, cell: str, stage: str) -> Path:
+    """The marker a cell's stage writes last (the train/evaluate/diagnose rule's output)."""
+    return paper_dir(results, paper) / experiment / "cells" / f"{cell}.{stage}.json"
+
+
+def cell_run_path(results: str | Path, paper: str, experiment: str, cell: str) -> Path:
+    return paper_dir(results, paper) / "run" / f"{experiment}.{cell}.json"
+
+
+def cell_run_paths(results: str | Path, paper: str, experiment: str | None = None) -> list[Path]:
+    """The run configs the DAG has written for a paper (or one experiment), sorted."""
+    return sorted((paper_dir(results, paper) / "run").glob(f"{experiment or '*'}.*.json"))
+
+
+def artefact_run_path(results: str | Path, paper: str, name: str) -> Path:
+    return paper_dir(results, paper) / "run" / "artefacts" / f"{name}.json"
+
+
+def claims_run_path(results: str | Path, paper: str) -> Path:
+    return paper_dir(results, paper) / "run" / "claims.json"
+
+
+def claims_paths(results: str | Path, paper: str) -> tuple[Path, Path]:
+    """(claims.md, claims.csv)."""
+    d = paper_dir(results, paper)
+    return d / "claims.md", d / "claims.csv"
+
+
+def leaf_dir(results: str | Path, paper: str, experiment: str, variant: str, point: str, seed: int) -> Path:
+    return paper_dir(results, paper) / experiment / variant / point / f"seed{seed}"
+
+
+def leaf_marker(leaf_out: str | Path, stage: str) -> Path:
+    """The marker a stage writes last in a leaf's directory."""
+    return Path(leaf_out) / LEAF_MARKERS[stage]
+
+
+def artefact_dir(results: str | Path, paper: str, kind: str, name: str) -> Path:
+    """The directory an artefact writes into (its ``writes`` are relative to it)."""
+    return paper_dir(results, paper) / KIND_DIRS[kind].format(name=name)
+
+
+def is_done(marker: str | Path, leaf_hash: str) -> bool:
+    """True when ``marker`` exists, is readable and carries ``leaf_hash``."""
+    marker = Path(marker)
+    if not marker.exists():
+        return False
+    try:
+        return read_json(marker).get("hash") == leaf_hash
+    except (ValueError, OSError, AttributeError):
+        return False

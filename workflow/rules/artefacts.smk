@@ -1,0 +1,34 @@
+# Every paper's tables, figures and analyses, one named rule each (<paper>_<name>), built from the
+# `artefacts:` block of config/papers/<paper>.yaml: what it reads (experiment summaries, the final-stage
+# markers of chosen cells, other artefacts' outputs), what it writes, what the report shows and its caption.
+# Each artefact's run spec (run/artefacts/<name>.json) holds only what it reads, so editing one artefact's
+# settings re-runs that artefact (and what reads its outputs) alone.
+
+
+def _report_item(path, paper, decl):
+    return report(path, caption="../report/artefact.rst", category=paper, subcategory=decl["kind"] + "s")
+
+
+for _paper, _cfg in PAPERS.items():
+    for _name, _decl in (_cfg.get("artefacts") or {}).items():
+        _outs = [str(p) for p in A.outputs(RESULTS, _paper, _cfg, _name)]
+        _shown = set(A.report_files(_decl))
+
+        rule:
+            name:
+                f"{_paper}_{_name}"
+            input:
+                run=str(layout.artefact_run_path(RESULTS, _paper, _name)),
+                **A.input_files(RESULTS, _paper, _cfg, CELLS[_paper], _name),
+            output:
+                [_report_item(o, _paper, _decl) if Path(o).name in _shown else o for o in _outs],
+            params:
+                out=lambda w, output: Path(output[0]).parent,  # the kind dir (writes are plain file names)
+                caption=_decl["caption"],
+            log:
+                R(_paper, "logs", "artefacts", f"{_name}.log"),
+            benchmark:
+                R(_paper, "benchmarks", "artefacts", f"{_name}.tsv")
+            localrule: True
+            shell:
+                "python -m seqmix artefact --run {input.run:q} --out {params.out:q} 2> {log:q}"
