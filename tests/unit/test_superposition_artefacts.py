@@ -236,3 +236,18 @@ def test_missing_analysis_key_names_it(declared, paper, runs, tmp_path):
     del spec["analysis"]["table3_marks"]
     with pytest.raises(SpecError, match="analysis.table3_marks .*artefacts.table3.analysis"):
         ARTEFACTS["table3"](spec, tmp_path / "x")
+
+
+def test_settings_resolve_per_scale_maps_only():
+    from seqmix.papers.superposition.inputs import setting
+
+    spec = {"name": "theory", "scale": "cpu",
+            "analysis": {"mc": {"tiny": 1, "cpu": 2, "paper": 3}, "grid": {"start": 0.5, "stop": 5}, "gl_np": [2, 3],
+                         "only_tiny": {"tiny": 7}}}
+    assert setting(spec, "mc") == 2
+    assert setting(spec, "grid") == {"start": 0.5, "stop": 5}  # not a scale map: the same at every scale
+    assert setting(spec, "gl_np") == [2, 3]
+    with pytest.raises(SpecError, match="analysis.only_tiny has no value for scale 'cpu'"):
+        setting(spec, "only_tiny")
+    with pytest.raises(SpecError, match="analysis.nope is not in its spec"):
+        setting(spec, "nope")

@@ -12,7 +12,7 @@ import pandas as pd  # noqa: E402
 
 from ..io import atomic_path, write_text  # noqa: E402
 
-__all__ = ["plt", "save", "save_figure", "band"]
+__all__ = ["band", "plt", "save", "save_figure"]
 
 
 def save(fig, stem: str | Path) -> list[Path]:

@@ -2,8 +2,8 @@
 and log-linear fits (scipy), and where two sampled curves cross."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from scipy import stats as _scipy_stats

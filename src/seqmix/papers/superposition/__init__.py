@@ -9,8 +9,8 @@ beside this file as ARTEFACTS.yaml).
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 
 def _lazy(module: str, function: str) -> Callable[[dict, Path], None]:

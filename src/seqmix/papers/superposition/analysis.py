@@ -13,21 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...report.tables import write_csv
+from . import analysis_bounds, analysis_reduced
 from .inputs import setting
-
-
-class Quantities:
-    """Ordered ``quantity,value`` rows; a quantity may appear once."""
-
-    def __init__(self) -> None:
-        self.rows: list[dict] = []
-        self._seen: set[str] = set()
-
-    def add(self, quantity: str, value) -> None:
-        if quantity in self._seen:
-            raise ValueError(f"quantity {quantity!r} written twice")
-        self._seen.add(quantity)
-        self.rows.append({"quantity": quantity, "value": float(value)})
+from .quantities import Quantities
 
 
 def paper_setting(spec: dict) -> dict:
@@ -119,8 +107,6 @@ def set_sizes(q: Quantities, spec: dict, s: dict) -> None:
 
 def theory(spec: dict, out: Path) -> None:
     """Every no-training quantity of the paper -> ``out``/summary.csv and the data files listed above."""
-    from . import analysis_bounds, analysis_reduced
-
     out = Path(out)
     s = paper_setting(spec)
     q = Quantities()

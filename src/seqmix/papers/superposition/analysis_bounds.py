@@ -8,9 +8,10 @@ import numpy as np
 
 from ...report.tables import write_csv
 from .inputs import setting
+from .quantities import Quantities
 
 
-def _lemma12(q, spec: dict) -> list[dict]:
+def _lemma12(q: Quantities, spec: dict) -> list[dict]:
     """Lemma 12 (softmax saturation) on random and adversarial instances."""
     from ...theory import superposition_bounds as SB
 
@@ -20,7 +21,7 @@ def _lemma12(q, spec: dict) -> list[dict]:
     return [{"check": "lemma12_adversarial", "S": m, "value": r} for m, r in sat["adversarial_cross_ratio_by_S"].items()]
 
 
-def _lemma11(q, spec: dict, s: dict) -> list[dict]:
+def _lemma11(q: Quantities, spec: dict, s: dict) -> list[dict]:
     """Lemma 11's frontier tail bound at the paper's (n, p, depth), where it is informative (bound < 1)."""
     from ...theory import superposition_bounds as SB
 
@@ -31,7 +32,7 @@ def _lemma11(q, spec: dict, s: dict) -> list[dict]:
     return [{"check": "lemma11_tail", **r} for r in tail]
 
 
-def _prop3(q, spec: dict, s: dict) -> None:
+def _prop3(q: Quantities, spec: dict, s: dict) -> None:
     """Prop. 3(i): the Step 3 expansion at the paper's α ≈ 8.7 with the paper's and the corrected curvature,
     and the quadratic floor over random Möbius parameters."""
     from ...theory import superposition_bounds as SB
@@ -46,7 +47,7 @@ def _prop3(q, spec: dict, s: dict) -> None:
     q.add("prop3_floor_min_ratio", fl["min_ratio"])
 
 
-def _flow(q, spec: dict, s: dict) -> list[dict]:
+def _flow(q: Quantities, spec: dict, s: dict) -> list[dict]:
     """Lemma 31's κ against finite differences; Lemmas 30/31 along a gradient flow of the Möbius loss."""
     import torch
 
@@ -68,7 +69,7 @@ def _flow(q, spec: dict, s: dict) -> list[dict]:
     return [{"check": "lemma31_flow", **r} for r in flow]
 
 
-def _lemma9(q, spec: dict, s: dict) -> list[dict]:
+def _lemma9(q: Quantities, spec: dict, s: dict) -> list[dict]:
     """Lemma 9: λ_min of the population Hessian at W* = γ I over the bound, exactly (every graph at
     ``hessian_exact_n``) and by Monte Carlo at ``hessian_mc_n``."""
     from ...theory import superposition_bounds as SB
@@ -86,7 +87,7 @@ def _lemma9(q, spec: dict, s: dict) -> list[dict]:
     return [{"check": "lemma9_hessian", **h} for h in hs]
 
 
-def bounds(q, spec: dict, s: dict, out: Path) -> None:
+def bounds(q: Quantities, spec: dict, s: dict, out: Path) -> None:
     """Every E10 bound check; per-instance rows -> ``out``/bounds.csv."""
     detail = _lemma12(q, spec)
     detail += _lemma11(q, spec, s)

@@ -11,11 +11,12 @@ import pandas as pd
 from ...report.stats import linear_fit
 from ...report.tables import write_csv
 from .inputs import setting
+from .quantities import Quantities
 
 GENERIC_INITS = 8  # generic Möbius inits beside the spec's suggested one
 
 
-def mobius(q, spec: dict, s: dict, out: Path) -> None:
+def mobius(q: Quantities, spec: dict, s: dict, out: Path) -> None:
     """E3: Adam on the reduced Möbius loss from the spec's init and generic ones, ReLU and linear channels.
     -> mobius_summary.csv (one row per form and init), mobius_trace.csv (A, B, loss every 100 steps)."""
     import torch
@@ -49,7 +50,7 @@ def mobius(q, spec: dict, s: dict, out: Path) -> None:
     write_csv(out / "mobius_trace.csv", trace)
 
 
-def gradient_law(q, spec: dict, out: Path) -> None:
+def gradient_law(q: Quantities, spec: dict, out: Path) -> None:
     """E6: R_c = |∂L_e2e/∂β_c| / |∂L_c/∂β_c| on the reduced model over (np, depth) with np^L <= n^0.8 (the
     tree-like regime), at uniform and ideal attention; slope of log10 R on (L - 1 - c) log10 np (Prop. 7:
     -1/2). -> gradlaw.csv."""
@@ -70,7 +71,7 @@ def gradient_law(q, spec: dict, out: Path) -> None:
         q.add(f"gradlaw_slope_{point}", linear_fit(sub["x"], sub["log10_R"]).slope)
 
 
-def conjecture_d(q, spec: dict, s: dict, out: Path) -> None:
+def conjecture_d(q: Quantities, spec: dict, s: dict, out: Path) -> None:
     """E7 (App. H.5): R(γ) = ||∇_off|| / ||∇_diag|| along W^emb = γ(I - J/n); the fraction of points whose
     largest R over layers is < 1. -> conjd.csv."""
     from ...theory import superposition as T
@@ -84,7 +85,7 @@ def conjecture_d(q, spec: dict, s: dict, out: Path) -> None:
     q.add("conjD_points", len(per_point))
 
 
-def diagonal_advantage(q, spec: dict, s: dict) -> None:
+def diagonal_advantage(q: Quantities, spec: dict, s: dict) -> None:
     """App. H.1: the population gradient of L_sup at W^emb = 0 favours the diagonal."""
     from ...theory import superposition as T
 
@@ -94,7 +95,7 @@ def diagonal_advantage(q, spec: dict, s: dict) -> None:
     q.add("diag_adv_row_sum_rel", da["row_sum_rel"])
 
 
-def ladder(q, spec: dict, s: dict, out: Path) -> None:
+def ladder(q: Quantities, spec: dict, s: dict, out: Path) -> None:
     """E11 (no paper numbers): selectivity S_c and cos(z_{c+1}) against one shared β on the reduced model;
     β*_c (first β with S_c >= 0.9) must grow with c, like sqrt(k_c). -> ladder.csv."""
     from ...theory import superposition as T
