@@ -36,7 +36,7 @@ wildcard_constraints:
     paper="|".join(PAPERS),
     experiment=r"[A-Za-z0-9_]+",
     cell=r"[A-Za-z][A-Za-z0-9_]*-[0-9]+",
-    artefact=r"[a-z][a-z0-9_]*",
+    artefact=r"[A-Za-z][A-Za-z0-9_]*",
 
 
 def R(*parts):
