@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from . import results as layout
-from .config import SCHEMA_DIR_DEFAULT, ConfigError, deep_merge, leaf_config, leaf_record, load_yaml, validate
+from .config_base import SCHEMA_DIR_DEFAULT, ConfigError, deep_merge, load_yaml, validate
+from .leaves import leaf_config, leaf_record
 
 DEFAULT_REPORT = {"table": ".md", "figure": ".png", "analysis": None}
 

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .config import ConfigError, validate
+from .config_base import ConfigError, validate
 
 
 def expand_paper_claims(cfg: Any, path: Path, schema: dict) -> list[tuple[str, str]]:

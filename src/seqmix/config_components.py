@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .config import ConfigError, get_path, validate
+from .config_base import ConfigError, get_path, validate
 
 
 def component_params(obj: Any) -> dict:

@@ -24,7 +24,10 @@ def artefact_function(paper: str, name: str) -> Callable[[dict, Path], None]:
         module = importlib.import_module(f"{__name__}.{paper}")
     except ModuleNotFoundError as e:
         raise LookupError(f"no package {__name__}.{paper} for paper {paper!r} ({e})") from None
-    table = getattr(module, "ARTEFACTS", {})
+    try:
+        table = module.ARTEFACTS
+    except AttributeError:
+        raise LookupError(f"{module.__name__} defines no ARTEFACTS (the map of its declared artefacts)") from None
     if name not in table:
         raise LookupError(f"unknown artefact {name!r} of paper {paper}; {module.__name__}.ARTEFACTS has: "
                           f"{', '.join(table) or 'nothing'}")

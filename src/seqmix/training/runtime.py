@@ -24,31 +24,17 @@ from typing import Any
 
 import torch
 
+from ..devices import cuda_missing
+
 CONFIG_FILE = "config/config.yaml"
 DEFAULTS = {"device": "cpu", "dtype": "bfloat16", "amp": False, "compile": False, "kernels": "fallback"}
 AMP_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def _config_error(keypath: str, message: str, file: str = CONFIG_FILE) -> Exception:
-    from ..config import ConfigError
+    from ..config_base import ConfigError
 
     return ConfigError(file, keypath, message)
-
-
-def cuda_missing(device: str) -> str | None:
-    """Why ``device`` cannot be used here, or None."""
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        return (f"device {device!r} was asked for but torch.cuda.is_available() is False on this machine "
-                f"(torch {torch.__version__}, CUDA build: {torch.version.cuda or 'none'}); use device: cpu or auto")
-    return None
-
-
-def check_settings(config: dict, file: str = CONFIG_FILE) -> None:
-    """The config-load hook: refuse ``device: cuda`` without CUDA when the jobs run on this machine."""
-    if config.get("device") == "cuda" and config.get("dispatch", "local") == "local":
-        why = cuda_missing("cuda")
-        if why:
-            raise _config_error("device", why, file)
 
 
 @dataclass(frozen=True)
