@@ -1,4 +1,4 @@
-"""Eckart-Young on a family of lag operators W(tau), tau = 0..n-1 (heads paper, spec §4.3).
+"""Eckart-Young on a family of lag operators W(tau), tau = 0..n-1 (heads paper, heads spec §4.3).
 
 Pure torch on arrays: the rotation-teacher task reports MSE*(H) beside a student's MSE, and the heads theory
 builds its closed forms on the same unfolding, so both import it from here.
@@ -22,7 +22,7 @@ def lag_unfolding(W: torch.Tensor, weighted: bool = True) -> torch.Tensor:
 
 
 def optimal_mse(W: torch.Tensor, heads: int, tol: float = 1e-9) -> float:
-    """MSE*(H) = (1/(n p)) sum_{l > H} sigma_l^2 of the weighted lag unfolding (spec §4.3).
+    """MSE*(H) = (1/(n p)) sum_{l > H} sigma_l^2 of the weighted lag unfolding (heads spec §4.3).
 
     The best H-head student with unconstrained causal coefficients, under i.i.d. N(0, I) inputs, with
     the MSE averaged over the n * p output entries. H = 0 gives the total target variance. Singular

@@ -90,7 +90,7 @@ def test_b2s6_block_only_rank_and_bias_rank():
 
 
 def test_b2s6_param_groups():
-    """B2S6's optim_hints (spec §2.9) become optimizer groups: A and B_bias at lr_ssm, Delta (w, b) at
+    """B2S6's optim_hints (b2s6 spec §2.9) become optimizer groups: A and B_bias at lr_ssm, Delta (w, b) at
     min(1e-3, 0.1 lr), none decayed; the rest at (lr, weight_decay) except biases/1-d tensors."""
     m = B2S6(8, blocks=2, d_state=3)
     groups = param_groups(m, lr=0.01, weight_decay=0.05)

@@ -6,7 +6,7 @@ Model-specific closed forms, when the model is one mixer (``capabilities.SoleMix
   ||J||_2 / bound, the spectral radius rho(A) and ln rho(A) (the predicted decay rate per step) and
   ||J||_F / rho^(T-1) (the rho Q variant's spec prediction: about sqrt(d/9));
 - attention (``capabilities.ValueOutputProduct``): the uniform-attention estimate ||W_O W_V||_F / T and
-  T ||J||_F (spec §4.5: about sqrt(d/6)).
+  T ||J||_F (heads spec §4.5: about sqrt(d/6)).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A bare linear time-invariant SSM (heads paper, Exp. II; spec §2.3.3).
+"""A bare linear time-invariant SSM (heads paper, Exp. II; heads spec §2.3.3).
 
     h_t = A h_{t-1} + B x_t,   y_t = C h_t,   h_{-1} = 0
 
@@ -12,7 +12,7 @@ Inits (``init``):
   ||A^tau||_2 = rho^tau exactly and the bound is tight in slope. B and C keep the default init.
 
 The input-output Jacobian is input-independent: dy_i/dx_j = C A^(i-j) B (``lag_operator``). Three
-equivalent forward computations (spec §2.2): the sequential scan (``forward``), the causal convolution with
+equivalent forward computations (heads spec §2.2): the sequential scan (``forward``), the causal convolution with
 the materialised kernel (``forward_conv``) and the FFT convolution (``forward_fft``).
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Causal multi-head softmax attention as a bare mixer (heads paper, Exp. II; spec §2.3.4), and the
-single-head causal softmax layer of Thm 5.1 / Eq. (9) (spec §2.3.5).
+"""Causal multi-head softmax attention as a bare mixer (heads paper, Exp. II; heads spec §2.3.4), and the
+single-head causal softmax layer of Thm 5.1 / Eq. (9) (heads spec §2.3.5).
 
 ``mha``: a thin wrapper around ``torch.nn.MultiheadAttention(d, heads, bias=True, batch_first=True)`` with
 PyTorch's default init (in_proj Xavier-uniform, out_proj Kaiming-uniform, zero biases), self-attention
@@ -42,7 +42,7 @@ class CausalMHA(nn.Module):
 
     def value_output_product(self) -> torch.Tensor:
         """W_O W_V (d, d): the uniform-attention value path, so ||dy_{T-1}/dx_0||_F is about ||W_O W_V||_F / T
-        at initialisation (spec §4.5)."""
+        at initialisation (heads spec §4.5)."""
         W_V = self.attn.in_proj_weight[2 * self.d:]
         return self.attn.out_proj.weight @ W_V
 

@@ -7,7 +7,7 @@ Units (b2s6 spec §2.1-2.3) map u: (B, L, d) -> y: (B, L, d) with one diagonal s
              low-rank projection), B_k = B u_k and C_k = u_k^T C shared by all channels, real A.
 - ``b2s6`` : h blocks of p = d/h channels; block-wise selective Delta, B, C; a per-channel, input-independent
              bias B_bias in the input matrix; complex (default) or real (``complex=False``); ``bias=False`` is the
-             block-only variant. ``optim_hints`` declares the paper's optimiser groups (spec §2.9).
+             block-only variant. ``optim_hints`` declares the paper's optimiser groups (b2s6 spec §2.9).
 Blocks:
 - ``mamba``  : the Mamba-1 block, in_proj -> causal depthwise conv (4) -> SiLU -> unit -> * SiLU(z) -> out_proj,
                with the unit swappable (``unit`` = s6 | s4d | b2s6; b2s6 spec §2.7). Default unit: S6 with

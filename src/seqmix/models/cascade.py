@@ -1,4 +1,4 @@
-"""The cascade transformer of the frontier-superposition paper (spec §2.2-2.3).
+"""The cascade transformer of the frontier-superposition paper (superposition spec §2.2-2.3).
 
 Layer 1 of Zhu et al. (the "ideal copy") is not trained: edge token i carries (u_{s_i}, u_{t_i}); keys are
 built from the source embedding, values from the target embedding, the query is the current thought z_c.

@@ -1,9 +1,9 @@
 """Heads paper, Experiment II: the sensitivity of a late output to the first input token, against T.
 
 For each sequence length T of the grid and each of ``draws`` input sequences x_0..x_{T-1} ~ N(0, I_d), the
-model's Jacobian J = dy_{T-1}/dx_0 (lag T - 1; spec U-II-6: "x_0" and "y_T" read as the first token and
+model's Jacobian J = dy_{T-1}/dx_0 (lag T - 1; heads spec U-II-6: "x_0" and "y_T" read as the first token and
 the last output of a length-T sequence) is measured in float64 (pitfall P5). Nothing is trained: the model
-is measured at initialisation (spec §3.6).
+is measured at initialisation (heads spec §3.6).
 
 This module holds the task (the grid and the inputs); the measurement and the model-specific closed forms
 are the probe ``seqmix.diagnostics.lag_sensitivity.diagnose``.

@@ -161,7 +161,7 @@ class Reachability(Task):
 
 def set_size_table(n: int, p: float, L: int, samples: int, seed: int = 0) -> list[dict]:
     """Monte-Carlo statistics of the cumulative sets per slot c: E[k_c], sd, E[m_f], P(m_f = 0),
-    E[1/sqrt(k_c)], E[sqrt(k_c/k_{c+1})], E[sqrt(m_f/k_{c+1})] (spec §2.1 table)."""
+    E[1/sqrt(k_c)], E[sqrt(k_c/k_{c+1})], E[sqrt(m_f/k_{c+1})] (superposition spec §2.1 table)."""
     g = counter_generator("superposition/set-sizes", n, p, L, seed)
     ks = []
     edges = []
@@ -186,7 +186,7 @@ def set_size_table(n: int, p: float, L: int, samples: int, seed: int = 0) -> lis
 
 
 def expected_sizes(np_: float, L: int) -> list[float]:
-    """The paper's tree-regime convention k_c = (np)^c (spec §4)."""
+    """The paper's tree-regime convention k_c = (np)^c (superposition spec §4)."""
     return [np_ ** c for c in range(L + 1)]
 
 

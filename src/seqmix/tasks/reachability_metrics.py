@@ -1,4 +1,4 @@
-"""Quantities extracted from a trained cascade transformer (spec §2.7), on an evaluation batch.
+"""Quantities extracted from a trained cascade transformer (superposition spec §2.7), on an evaluation batch.
 
 Per slot c = 1..L: cos_c = mean cos(z_c, z_c*), top-k_c recall. Per layer c = 0..L-1 (the step z_c -> z_{c+1}):
 selectivity S^front (mass on frontier edges F_c) and S^src (mass on edges leaving V_c), alpha_eff (median/mean
@@ -26,7 +26,7 @@ def lemma18_cos(x: torch.Tensor, k: torch.Tensor, K: torch.Tensor) -> torch.Tens
 
 
 def sn_projection(M: torch.Tensor) -> dict:
-    """Fit M ≈ γI + μJ; ratios of diagonal to off-diagonal entries (spec §2.7)."""
+    """Fit M ≈ γI + μJ; ratios of diagonal to off-diagonal entries (superposition spec §2.7)."""
     M = M.double()
     n = M.shape[0]
     off = ~torch.eye(n, dtype=torch.bool)

@@ -1,9 +1,9 @@
-"""Heads paper, Experiment I: a rank-k rotation LTI SSM teacher (spec §2.3.1).
+"""Heads paper, Experiment I: a rank-k rotation LTI SSM teacher (heads spec §2.3.1).
 
 Teacher: d = p = k, B = C = I_k, A = blockdiag(rho R(theta_m)), theta_m = (2m-1) pi / k, so the
 interaction rank dim span{A^tau} is exactly k once n >= k. Targets y_i = sum_{j<=i} A^(i-j) x_j are
 computed from the materialised block-Toeplitz operator in float64 (FFT convolution in float32 would
-raise the H >= k error floor, spec §2.3.1).
+raise the H >= k error floor, heads spec §2.3.1).
 """
 from __future__ import annotations
 

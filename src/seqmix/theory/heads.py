@@ -1,4 +1,4 @@
-"""Closed forms of the heads paper (spec §4), as plain functions (float64):
+"""Closed forms of the heads paper (heads spec §4), as plain functions (float64):
 
 - interaction rank and the Eckart-Young optimum MSE*(H) for H < k (§4.3);
 - T1, Thm 4.2: the single-head probe minimum (= 1 for the rotation teacher);
@@ -90,7 +90,7 @@ def subspace_basis(W: torch.Tensor, heads: int) -> torch.Tensor:
 
 
 def exact_construction(W: torch.Tensor, heads: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Thm 4.4's constructive student (spec §4.2): V^(h) = M_h, c_{tau,h} = <vec W(tau), vec M_h>,
+    """Thm 4.4's constructive student (heads spec §4.2): V^(h) = M_h, c_{tau,h} = <vec W(tau), vec M_h>,
     alpha^(h)_ij = c_{i-j,h} 1[i >= j]. Returns (V: (H, p, d), alpha: (H, n, n)); with Phi_h = I_n and
     Psi_h = alpha^(h)^T the student has r = n."""
     n = W.shape[0]
@@ -244,7 +244,7 @@ def projection_mse(W: torch.Tensor, basis: torch.Tensor) -> float:
 # ----------------------------------------------------------------------------- Figure 3 right
 
 def pair_unfolding(K: torch.Tensor) -> torch.Tensor:
-    """The learned interaction operator's pair unfolding (spec U-I-10): rows vec K_ij for every causal pair
+    """The learned interaction operator's pair unfolding (heads spec U-I-10): rows vec K_ij for every causal pair
     i >= j, shape (n (n + 1) / 2, p d), float64."""
     n = K.shape[0]
     il = torch.tril_indices(n, n)

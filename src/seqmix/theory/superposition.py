@@ -1,4 +1,4 @@
-"""Closed forms and reduced models of the frontier-superposition paper (spec §2.4, §2.5, §4).
+"""Closed forms and reduced models of the frontier-superposition paper (superposition spec §2.4, §2.5, §4).
 
 The closed forms (k_c = (np)^c, m_f^(c) = k_{c+1} - k_c, tree regime) live in ``superposition_closed_forms`` and
 are re-exported here. Every function is plain torch / math; the reduced experiments (E3 Möbius, E6 gradient

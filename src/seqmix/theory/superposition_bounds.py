@@ -1,4 +1,4 @@
-"""Numeric checks of the frontier-superposition paper's auxiliary bounds (spec E10, §4 T5, T7, T11-T13).
+"""Numeric checks of the frontier-superposition paper's auxiliary bounds (superposition spec E10, §4 T5, T7, T11-T13).
 
 Each function measures a stated inequality on explicit instances and returns plain numbers; the claims in
 config/papers/superposition.yaml say what the paper states and the verdict says whether it held:

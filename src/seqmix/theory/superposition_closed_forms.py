@@ -1,4 +1,4 @@
-"""Closed forms of the frontier-superposition paper in the tree regime (spec §2.4, §4): Lemma 18's single-step
+"""Closed forms of the frontier-superposition paper in the tree regime (superposition spec §2.4, §4): Lemma 18's single-step
 cosine and its curvature (Lemma 27, with the spec's I14 correction), Prop. 1's ceiling, Prop. 7's attenuation,
 the selectivity-ladder and saturation gammas, the Lemma 9 Hessian-gap bound and the phase betas.
 
