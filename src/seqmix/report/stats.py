@@ -3,7 +3,7 @@ and log-linear fits (scipy), and where two sampled curves cross."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from scipy import stats as _scipy_stats
@@ -35,8 +35,7 @@ def geomean(values: Sequence[float]) -> float:
     return float(np.exp(np.log(v).mean()))
 
 
-@dataclass(frozen=True)
-class Fit:
+class Fit(NamedTuple):
     """y ≈ slope * x + intercept (in the fitted coordinates) and the coefficient of determination."""
     slope: float
     intercept: float
@@ -81,3 +80,16 @@ def crossing(x: Sequence[float], y1: Sequence[float], y2: Sequence[float]) -> fl
         if i + 1 < x.size and d[i] * d[i + 1] < 0:
             return float(x[i] + (x[i + 1] - x[i]) * d[i] / (d[i] - d[i + 1]))
     return None
+
+
+def geomean_by(df, key: str, metric: str):
+    """Per value of ``key``: the geometric mean of ``metric`` over the rows (e.g. seeds x draws), the std of
+    its log10 and the row count. Returns a DataFrame with columns key, geomean, log10_std, count.
+
+    Values <= 0 are clipped to 1e-300 first (a Jacobian norm that underflowed), so they pull the mean down
+    instead of making it NaN."""
+    import pandas as pd
+
+    g = df.assign(_l=np.log10(df[metric].clip(lower=1e-300))).groupby(key)["_l"]
+    return pd.DataFrame({key: g.mean().index, "geomean": 10 ** g.mean().values, "log10_std": g.std(ddof=0).values,
+                         "count": g.count().values})

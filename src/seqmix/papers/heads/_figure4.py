@@ -3,13 +3,14 @@ in three panels: (a) the paper's figure on its grid, (b) attention's power law o
 (c) the A = rho Q ablation against attention, with the crossing T."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ...report.tables import write_csv
-from ._fits import crossing_T, geomean_over_seeds, loglinear_fit
+from ...report.stats import crossing, geomean_by, loglinear_fit
 
 EXP2_COLORS = {"ssm": "tab:red", "attn": "tab:blue"}  # the paper's colours
 ABLATION_COLORS = ["tab:orange", "tab:brown", "tab:pink"]
@@ -38,7 +39,7 @@ def _panel_paper(ax, df: pd.DataFrame, series: dict, grid: list, wowv: pd.Series
     ssm, attn = (series[v][series[v]["T"].isin(grid)] for v in ("ssm", "attn"))
     _band(ax, ssm, EXP2_COLORS["ssm"], "linear SSM (PyTorch init)")
     _band(ax, attn, EXP2_COLORS["attn"], "multi-head attention (4 heads)")
-    slope, icpt, r2 = loglinear_fit(ssm["T"].to_numpy(), ssm["geomean"].to_numpy())
+    slope, icpt, r2 = loglinear_fit(ssm["T"].to_numpy(), ssm["geomean"].to_numpy(), base=math.e)
     ln_rho = float(np.log(df[df.variant == "ssm"]["rho"]).mean())
     Tg = np.array(grid, dtype=float)
     ax.plot(Tg, np.exp(icpt + slope * Tg), "--", color=EXP2_COLORS["ssm"], lw=1,
@@ -55,7 +56,7 @@ def _panel_power_law(ax, attn: pd.DataFrame, wowv: pd.Series, T_min: float) -> N
     _band(ax, attn, EXP2_COLORS["attn"], "multi-head attention")
     big = attn[attn["T"] >= T_min]
     if len(big) >= 2:
-        s2, i2, _ = loglinear_fit(big["T"].to_numpy(), big["geomean"].to_numpy(), logx=True)
+        s2, i2, _ = loglinear_fit(big["T"].to_numpy(), big["geomean"].to_numpy(), base=math.e, log_x=True)
         Tb = big["T"].to_numpy(dtype=float)
         ax.plot(Tb, np.exp(i2) * Tb ** s2, "--", color="k", lw=1, label=f"log-log slope {s2:.2f} (T ≥ {T_min:g})")
     ax.plot(wowv.index, wowv.values, ":", color=EXP2_COLORS["attn"], lw=1, label=WOWV_LABEL)
@@ -74,12 +75,12 @@ def _panel_ablation(ax, df: pd.DataFrame, series: dict, grid: list) -> list[dict
         rho = float(sub["rho"].mean())
         _band(ax, s, color, f"SSM, A = {rho:.3g}·Q")
         if i == 0:  # the bound is on the spectral norm: drawn beside ||J||_2 (first ablation only, for clarity)
-            spec = geomean_over_seeds(sub, "spec")
+            spec = geomean_by(sub, "T", "spec")
             ax.plot(spec["T"], spec["geomean"], "--", color=color, lw=1, label=r"$\|J\|_2$" + f" ({rho:.3g})")
             bound = sub.groupby("T")["bound"].mean()
             ax.plot(bound.index, bound.values, ":", color=color, lw=1.2,
                     label=r"Thm 5.1: $\|C\|_2\|B\|_2\|A\|_2^{T-1}$" + f" ({rho:.3g})")
-        cross = crossing_T(s["T"].to_numpy(dtype=float), s["geomean"].to_numpy(), attn["geomean"].to_numpy())
+        cross = crossing(s["T"].to_numpy(dtype=float), np.log(s["geomean"].to_numpy()), np.log(attn["geomean"].to_numpy()))
         if cross is not None:
             ax.axvline(cross, color=color, ls="-.", lw=0.8, label=f"crossing T ≈ {cross:.0f}")
             rows.append({"variant": v, "T": cross, "geomean": np.nan, "log10_std": np.nan, "count": 0,
@@ -89,11 +90,11 @@ def _panel_ablation(ax, df: pd.DataFrame, series: dict, grid: list) -> list[dict
 
 
 def figure4(spec: dict, out: Path) -> None:
-    from ...report.figures import plt, save
+    from ...report.plots import plt, save
 
     df = pd.read_csv(spec["inputs"]["summaries"]["exp2"])
     grid = sorted(spec["resolved"]["exp2"]["ssm"]["task"]["T"])
-    series = {v: geomean_over_seeds(g) for v, g in df.groupby("variant")}
+    series = {v: geomean_by(g, "T", "fro") for v, g in df.groupby("variant")}
     wowv = df[df.variant == "attn"].groupby("T")["uniform_approx"].mean()
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     rows = [{"variant": v, **r} for v, s in series.items() for r in s.to_dict("records")]

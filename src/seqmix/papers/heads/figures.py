@@ -44,7 +44,7 @@ def figure1_matrices(st: dict) -> dict[str, np.ndarray]:
 
 
 def figure1(spec: dict, out: Path) -> None:
-    from ...report.figures import plt, save
+    from ...report.plots import plt, save
 
     st = spec["analysis"]["figure1"]
     fig, axes = plt.subplots(1, 4, figsize=(12, 3.3))
@@ -68,7 +68,7 @@ def figure2(spec: dict, out: Path) -> None:
     """The gradient-path schematic: the RNN's chain through A^T (top), attention's one-step highway (bottom)."""
     from matplotlib.patches import Circle, FancyArrowPatch
 
-    from ...report.figures import plt, save
+    from ...report.plots import plt, save
 
     red, blue = "tab:red", "tab:blue"
     fig, (top, bot) = plt.subplots(2, 1, figsize=(8, 5.2))
@@ -112,7 +112,7 @@ def figure2(spec: dict, out: Path) -> None:
 
 
 def figure3_left(spec: dict, out: Path) -> None:
-    from ...report.figures import plt, save
+    from ...report.plots import plt, save
 
     df = pd.read_csv(spec["inputs"]["summaries"]["exp1"])
     theory_df = pd.read_csv(next(p for p in spec["inputs"]["artefacts"]["theory"] if p.endswith("summary.csv")))
@@ -145,7 +145,7 @@ def figure3_left(spec: dict, out: Path) -> None:
 
 
 def figure3_right(spec: dict, out: Path) -> None:
-    from ...report.figures import plt, save
+    from ...report.plots import plt, save
 
     df = pd.read_csv(spec["inputs"]["artefacts"]["spectrum"][0])
     teacher = df[df.source == "teacher"].sort_values("index")
