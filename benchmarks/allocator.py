@@ -7,6 +7,7 @@ minor page faults, and the peak resident set. Ratios are default / tuned.
 
     python benchmarks/allocator.py [--batch 4] [--length 512] [--width 128] [--steps 3] [--markdown FILE]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,13 @@ def run(args, tunables: str | None) -> dict:
     env.pop("GLIBC_TUNABLES", None)
     if tunables:
         env["GLIBC_TUNABLES"] = tunables
-    out = subprocess.run([sys.executable, "-c", WORKLOAD, str(args.batch), str(args.length), str(args.width),
-                          str(args.steps)], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", WORKLOAD, str(args.batch), str(args.length), str(args.width), str(args.steps)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -64,13 +70,19 @@ def main() -> None:
     ap.add_argument("--markdown")
     args = ap.parse_args()
     before, after = run(args, None), run(args, GLIBC_TUNABLES)
-    lines = [f"B2S6 forward+backward, batch {args.batch}, length {args.length}, width {args.width}, d_state 16, "
-             f"1 thread; tuned: GLIBC_TUNABLES={GLIBC_TUNABLES}", "",
-             "| allocator | wall s/step | CPU s/step | minor faults/step | peak MB |", "|---|---:|---:|---:|---:|"]
+    lines = [
+        f"B2S6 forward+backward, batch {args.batch}, length {args.length}, width {args.width}, d_state 16, "
+        f"1 thread; tuned: GLIBC_TUNABLES={GLIBC_TUNABLES}",
+        "",
+        "| allocator | wall s/step | CPU s/step | minor faults/step | peak MB |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for name, m in (("glibc default", before), ("tuned", after)):
         lines.append(f"| {name} | {m['wall_s']:.3f} | {m['cpu_s']:.3f} | {m['faults']:.0f} | {m['peak_mb']:.0f} |")
-    lines.append(f"| default / tuned | {before['wall_s'] / after['wall_s']:.2f}x | {before['cpu_s'] / after['cpu_s']:.2f}x "
-                 f"| {before['faults'] / max(after['faults'], 1):.1f}x | {before['peak_mb'] / after['peak_mb']:.2f}x |")
+    lines.append(
+        f"| default / tuned | {before['wall_s'] / after['wall_s']:.2f}x | {before['cpu_s'] / after['cpu_s']:.2f}x "
+        f"| {before['faults'] / max(after['faults'], 1):.1f}x | {before['peak_mb'] / after['peak_mb']:.2f}x |"
+    )
     text = "\n".join(lines)
     print(text)
     if args.markdown:

@@ -9,11 +9,11 @@ run-config jobs). Usage, after `make reproduce`:
 
     python benchmarks/dag_timing.py --results results [--elapsed SECONDS] [--markdown benchmarks/RESULTS.md]
 """
+
 from __future__ import annotations
 
 import argparse
 import re
-from collections import defaultdict
 from pathlib import Path
 
 import pandas as pd
@@ -28,7 +28,7 @@ def rule_of(bench: Path, results: Path) -> tuple[str, str]:
     rel = bench.relative_to(results).with_suffix("")
     parts = rel.parts
     i = parts.index("benchmarks")
-    rest = parts[i + 1:]
+    rest = parts[i + 1 :]
     paper = parts[0] if i == 1 and parts[0] != ".pipeline" else ""
     rule = rest[0]
     return (f"{paper}:{rule}" if paper else rule), "/".join(rest[1:])
@@ -52,15 +52,29 @@ def collect(results: Path) -> pd.DataFrame:
         rule, job = rule_of(bench, results)
         if rule == "mlflow_init":  # creating the store is MLflow's cost as a whole
             ingest = wall - (startup or 0.0)
-        rows.append({"rule": rule, "job": job, "wall_s": wall, "startup_s": startup, "work_s": work,
-                     "ingest_s": ingest, "train_s": train})
+        rows.append(
+            {
+                "rule": rule,
+                "job": job,
+                "wall_s": wall,
+                "startup_s": startup,
+                "work_s": work,
+                "ingest_s": ingest,
+                "train_s": train,
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
-    g = df.groupby("rule").agg(jobs=("wall_s", "size"), wall_total_s=("wall_s", "sum"), wall_mean_s=("wall_s", "mean"),
-                               startup_total_s=("startup_s", "sum"), ingest_total_s=("ingest_s", "sum"),
-                               train_total_s=("train_s", "sum"))
+    g = df.groupby("rule").agg(
+        jobs=("wall_s", "size"),
+        wall_total_s=("wall_s", "sum"),
+        wall_mean_s=("wall_s", "mean"),
+        startup_total_s=("startup_s", "sum"),
+        ingest_total_s=("ingest_s", "sum"),
+        train_total_s=("train_s", "sum"),
+    )
     g["startup_share"] = g["startup_total_s"] / g["wall_total_s"]
     return g.sort_values("wall_total_s", ascending=False)
 
@@ -68,8 +82,11 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
 def split_line(df: pd.DataFrame, elapsed: float | None = None) -> str:
     """One sentence: job-seconds split into start-up, MLflow, training and other."""
     total = df["wall_s"].sum()
-    parts = {"start-up": df["startup_s"].fillna(0).sum(), "MLflow (init + ingest)": df["ingest_s"].sum(),
-             "training": df["train_s"].sum()}
+    parts = {
+        "start-up": df["startup_s"].fillna(0).sum(),
+        "MLflow (init + ingest)": df["ingest_s"].sum(),
+        "training": df["train_s"].sum(),
+    }
     parts["other"] = total - sum(parts.values())
     text = ", ".join(f"{k} {v:.1f} s ({v / total:.0%})" for k, v in parts.items())
     head = f"{len(df)} jobs, {total:.1f} job-seconds" + (f" in {elapsed:.0f} s of wall clock" if elapsed else "")
@@ -88,7 +105,11 @@ def main() -> None:
     if df.empty:
         raise SystemExit(f"no benchmark files under {args.results}; run the DAG first")
     table = summarise(df)
-    text = (table.round(3).to_markdown() if hasattr(table, "to_markdown") and _has_tabulate() else table.round(3).to_string())
+    text = (
+        table.round(3).to_markdown()
+        if hasattr(table, "to_markdown") and _has_tabulate()
+        else table.round(3).to_string()
+    )
     summary = split_line(df, args.elapsed)
     print(text)
     print(summary)
@@ -100,6 +121,7 @@ def main() -> None:
 def _has_tabulate() -> bool:
     try:
         import tabulate  # noqa: F401
+
         return True
     except ImportError:
         return False

@@ -6,6 +6,7 @@ step's log carries. Usage:
 
     python benchmarks/dispatch_overhead.py [--repeats 5] [--markdown benchmarks/RESULTS.md]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,15 +37,40 @@ def one(tmp: Path) -> dict:
     exp["scales"]["tiny"].update(seeds=[0], sweep_values=[1], cell_size=1)
     exp["scales"]["tiny"]["set"]["train"].update(steps=10, checkpoint_every=10)
     (name, cell), leaves = next(iter(expand_cells("heads", paper, "tiny").items()))
-    run = cell_run_config("heads", name, cell, leaves, "tiny", {"results": str(tmp / "results"), "tracking": {"uri": "none"}})
+    run = cell_run_config(
+        "heads", name, cell, leaves, "tiny", {"results": str(tmp / "results"), "tracking": {"uri": "none"}}
+    )
     (tmp / "run.json").write_text(json.dumps(run))
-    (tmp / "dispatch.json").write_text(json.dumps({
-        "mode": "submitit", "cluster": "slurm", "folder": str(tmp / "submitit"), "poll_s": 0.5, "rules": ["train"],
-        "resources": {"default": {"timeout_min": 5, "mem_gb": 1, "cpus_per_task": 1}}}))
+    (tmp / "dispatch.json").write_text(
+        json.dumps(
+            {
+                "mode": "submitit",
+                "cluster": "slurm",
+                "folder": str(tmp / "submitit"),
+                "poll_s": 0.5,
+                "rules": ["train"],
+                "resources": {"default": {"timeout_min": 5, "mem_gb": 1, "cpus_per_task": 1}},
+            }
+        )
+    )
     t0 = time.time()
-    r = subprocess.run([sys.executable, "-m", "seqmix", "train", "--run", str(tmp / "run.json"), "--out",
-                        str(tmp / "out.json"), "--dispatch", str(tmp / "dispatch.json")],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "seqmix",
+            "train",
+            "--run",
+            str(tmp / "run.json"),
+            "--out",
+            str(tmp / "out.json"),
+            "--dispatch",
+            str(tmp / "dispatch.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     t_end = time.time()
     if r.returncode:
         raise SystemExit(r.stderr[-3000:])
@@ -52,8 +78,7 @@ def one(tmp: Path) -> dict:
     submitted = _t(re.search(STAMP + r" seqmix.dispatch INFO submitted", err).group(1))
     started = _t(re.search(r"submitit INFO \(" + STAMP + r"\) - Starting with JobEnvironment", err).group(1))
     finished = _t(re.search(r"submitit INFO \(" + STAMP + r"\) - Job completed successfully", err).group(1))
-    return {"submit_to_start_s": started - submitted, "end_to_done_s": t_end - finished,
-            "process_s": t_end - t0}
+    return {"submit_to_start_s": started - submitted, "end_to_done_s": t_end - finished, "process_s": t_end - t0}
 
 
 def main() -> None:
@@ -62,16 +87,18 @@ def main() -> None:
     ap.add_argument("--markdown")
     args = ap.parse_args()
     rows = []
-    for i in range(args.repeats):
+    for _i in range(args.repeats):
         with tempfile.TemporaryDirectory() as d:
             rows.append(one(Path(d)))
         print(rows[-1])
     mean = {k: sum(r[k] for r in rows) / len(rows) for k in rows[0]}
     mx = {k: max(r[k] for r in rows) for k in rows[0]}
-    text = (f"{args.repeats} dispatched jobs: submit->start mean {mean['submit_to_start_s']:.2f} s (max "
-            f"{mx['submit_to_start_s']:.2f}), job end->step done mean {mean['end_to_done_s']:.2f} s (max "
-            f"{mx['end_to_done_s']:.2f}), overhead per job {mean['submit_to_start_s'] + mean['end_to_done_s']:.2f} s; "
-            f"whole `seqmix train --dispatch` process {mean['process_s']:.2f} s")
+    text = (
+        f"{args.repeats} dispatched jobs: submit->start mean {mean['submit_to_start_s']:.2f} s (max "
+        f"{mx['submit_to_start_s']:.2f}), job end->step done mean {mean['end_to_done_s']:.2f} s (max "
+        f"{mx['end_to_done_s']:.2f}), overhead per job {mean['submit_to_start_s'] + mean['end_to_done_s']:.2f} s; "
+        f"whole `seqmix train --dispatch` process {mean['process_s']:.2f} s"
+    )
     print(text)
     if args.markdown:
         with open(args.markdown, "a") as f:

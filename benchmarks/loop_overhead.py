@@ -5,10 +5,12 @@ and runs forward, loss, zero_grad, backward, optimizer and scheduler steps: noth
 adds the NaN/Inf guard, logging, checkpoints, the final model file and, when the leaf has ``eval.every``,
 the in-training diagnostics; it is timed with them on and with them switched off (``eval.every: 0``).
 Both are timed end to end (build included) in the same process, interleaved, ``--repeats`` times, in CPU
-seconds of the process (one torch thread; robust to other load on the machine); the ratios are of the medians. Target: training loop without diagnostics <= 1.10 x bare.
+seconds of the process (one torch thread; robust to other load on the machine); the ratios are of the
+medians. Target: training loop without diagnostics <= 1.10 x bare.
 
     python benchmarks/loop_overhead.py [--repeats 5] [--threads 1] [--markdown benchmarks/RESULTS.md]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,7 +35,9 @@ def tiny_leaf(paper: str, experiment: str, variant: str, index: int) -> dict:
 
     registry.load_all()
     cfg = load_yaml(ROOT / "config" / "papers" / f"{paper}.yaml")
-    leaves = [leaf for leaf in expand_leaves(paper, cfg, "tiny") if leaf.experiment == experiment and leaf.variant == variant]
+    leaves = [
+        leaf for leaf in expand_leaves(paper, cfg, "tiny") if leaf.experiment == experiment and leaf.variant == variant
+    ]
     return leaves[index].config
 
 
@@ -81,10 +85,16 @@ def measure(cfg: dict, repeats: int) -> dict:
             if r:
                 times["bare"].append(b), times["loop"].append(f), times["loop_no_diag"].append(n)
     med = {k: statistics.median(v) for k, v in times.items()}
-    return {"steps": cfg["train"]["steps"], "bare_s": med["bare"], "loop_s": med["loop"],
-            "loop_no_diag_s": med["loop_no_diag"], "ratio": med["loop"] / med["bare"],
-            "ratio_no_diag": med["loop_no_diag"] / med["bare"], "diag_calls": diag.get("calls", 0),
-            "diag_s": diag.get("seconds", 0.0)}
+    return {
+        "steps": cfg["train"]["steps"],
+        "bare_s": med["bare"],
+        "loop_s": med["loop"],
+        "loop_no_diag_s": med["loop_no_diag"],
+        "ratio": med["loop"] / med["bare"],
+        "ratio_no_diag": med["loop_no_diag"] / med["bare"],
+        "diag_calls": diag.get("calls", 0),
+        "diag_s": diag.get("seconds", 0.0),
+    }
 
 
 def main() -> None:
@@ -97,14 +107,18 @@ def main() -> None:
     import logging
 
     logging.basicConfig(level=logging.WARNING)
-    lines = ["| leaf | steps | bare s | loop s (x bare) | loop, diagnostics off s (x bare) | diagnostics: calls, s |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| leaf | steps | bare s | loop s (x bare) | loop, diagnostics off s (x bare) | diagnostics: calls, s |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for paper, exp, variant, index in LEAVES:
         cfg = tiny_leaf(paper, exp, variant, index)
         m = measure(cfg, args.repeats)
         name = f"{paper}/{exp}/{cfg['variant']}/{cfg['point']}/seed{cfg['seed']}"
-        lines.append(f"| {name} | {m['steps']} | {m['bare_s']:.3f} | {m['loop_s']:.3f} ({m['ratio']:.3f}x) | "
-                     f"{m['loop_no_diag_s']:.3f} ({m['ratio_no_diag']:.3f}x) | {m['diag_calls']}, {m['diag_s']:.3f} |")
+        lines.append(
+            f"| {name} | {m['steps']} | {m['bare_s']:.3f} | {m['loop_s']:.3f} ({m['ratio']:.3f}x) | "
+            f"{m['loop_no_diag_s']:.3f} ({m['ratio_no_diag']:.3f}x) | {m['diag_calls']}, {m['diag_s']:.3f} |"
+        )
         print(lines[-1], flush=True)
     text = "\n".join(lines)
     print(text)

@@ -10,12 +10,12 @@
 
     python benchmarks/mixers.py [--small] [--threads 1] [--out benchmarks/mixers_results.md]
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 import multiprocessing as mp
-import os
 import platform
 import statistics
 import sys
@@ -24,15 +24,27 @@ from pathlib import Path
 
 D_MODEL = 128
 CONFIGS = {  # name -> options at width 128 (4 heads of 32; SSM state 16 unless the model's default differs)
-    "nope": {"heads": 4}, "rope": {"heads": 4}, "rope_qkv": {"heads": 4}, "alibi": {"heads": 4},
-    "so2_random_qk": {"heads": 4}, "so2_random_qkv": {"heads": 4}, "so2_learned_qk": {"heads": 4},
-    "so2_learned_qkv": {"heads": 4}, "path": {"heads": 4, "chunk": 32}, "mha": {"heads": 4},
-    "sessa": {"heads": 4}, "sessa_nofb": {"heads": 4},
-    "s4d": {"d_state": 16}, "s6": {"d_state": 16}, "b2s6": {"blocks": 8, "d_state": 16},
-    "b2s6_real": {"blocks": 8, "d_state": 16}, "b2s6_nobias": {"blocks": 8, "d_state": 16},
+    "nope": {"heads": 4},
+    "rope": {"heads": 4},
+    "rope_qkv": {"heads": 4},
+    "alibi": {"heads": 4},
+    "so2_random_qk": {"heads": 4},
+    "so2_random_qkv": {"heads": 4},
+    "so2_learned_qk": {"heads": 4},
+    "so2_learned_qkv": {"heads": 4},
+    "path": {"heads": 4, "chunk": 32},
+    "mha": {"heads": 4},
+    "sessa": {"heads": 4},
+    "sessa_nofb": {"heads": 4},
+    "s4d": {"d_state": 16},
+    "s6": {"d_state": 16},
+    "b2s6": {"blocks": 8, "d_state": 16},
+    "b2s6_real": {"blocks": 8, "d_state": 16},
+    "b2s6_nobias": {"blocks": 8, "d_state": 16},
     "mamba": {"expand": 2, "unit_options": {"d_state": 16}},
     "mamba2": {"d_state": 64, "headdim": 32, "expand": 2, "chunk": 64},
-    "linear_ssm": {"state": 64}, "factorized_linear_attention": {"heads": 4, "r": 64},
+    "linear_ssm": {"state": 64},
+    "factorized_linear_attention": {"heads": 4, "r": 64},
 }
 
 
@@ -54,7 +66,7 @@ def _measure(name: str, B: int, L: int, reps: int, threads: int, q) -> None:
     x = torch.randn(B, L, D_MODEL, requires_grad=True)
     base = _rss_kb("VmRSS")
     times = []
-    for r in range(reps + 1):
+    for _r in range(reps + 1):
         t0 = time.perf_counter()
         y = m(x)
         y.square().mean().backward()
@@ -62,9 +74,15 @@ def _measure(name: str, B: int, L: int, reps: int, threads: int, q) -> None:
         m.zero_grad(set_to_none=True)
         x.grad = None
         del y
-    q.put({"name": name, "seconds": statistics.median(times[1:]), "peak_mb": (_rss_kb("VmHWM") - base) / 1024,
-           "backend": getattr(m, "backend", "torch-reference"),
-           "params": sum(p.numel() for p in m.parameters())})
+    q.put(
+        {
+            "name": name,
+            "seconds": statistics.median(times[1:]),
+            "peak_mb": (_rss_kb("VmHWM") - base) / 1024,
+            "backend": getattr(m, "backend", "torch-reference"),
+            "params": sum(p.numel() for p in m.parameters()),
+        }
+    )
 
 
 def measure(name, B, L, reps, threads):
@@ -103,6 +121,7 @@ def op_growth(L1: int, L2: int, threads: int) -> list[dict]:
                 y, x = ss.selective_scan_step(x, u[:, t], delta[:, t], A, B[:, t], C[:, t])
                 ys.append(y)
             return torch.stack(ys, 1)
+
         return ref, loop
 
     def ssd_case(L):
@@ -125,11 +144,16 @@ def op_growth(L1: int, L2: int, threads: int) -> list[dict]:
                     acc = acc + gamma[:, t, None] * torch.einsum("bj,bjd->bd", alpha[:, t, :t], torch.stack(s, 1))
                 s.append(acc)
             return torch.stack(s, 1)
+
         return (lambda: fs.feedback_solve(f, gamma, alpha)), loop
 
     def path_case(L):
         Nb, H, d = 1, 4, 32
-        q, k, w = torch.randn(Nb, H, L, d), torch.randn(Nb, H, L, d), torch.nn.functional.normalize(torch.randn(Nb, H, L, d), dim=-1)
+        q, k, w = (
+            torch.randn(Nb, H, L, d),
+            torch.randn(Nb, H, L, d),
+            torch.nn.functional.normalize(torch.randn(Nb, H, L, d), dim=-1),
+        )
         beta = torch.rand(Nb, H, L) * 2
 
         def loop():  # token by token: carry every earlier key through H_t, then score the new query
@@ -138,9 +162,10 @@ def op_growth(L1: int, L2: int, threads: int) -> list[dict]:
             for t in range(L):
                 if t:
                     K = K - beta[..., t, None, None] * (K @ w[..., t, :, None]) * w[..., t, None, :]
-                K = torch.cat((K, k[..., t:t + 1, :]), 2)
+                K = torch.cat((K, k[..., t : t + 1, :]), 2)
                 rows.append(torch.nn.functional.pad(K @ q[..., t, :, None], (0, 0, 0, L - t - 1))[..., 0])
             return torch.stack(rows, -2)
+
         return (lambda: pa.path_logits(q, k, w, beta, chunk=32)), loop
 
     def t_of(fn):
@@ -151,41 +176,67 @@ def op_growth(L1: int, L2: int, threads: int) -> list[dict]:
         return time.perf_counter() - t0
 
     rows = []
-    for op, case, order in (("selective_scan (S6)", scan_case, 1), ("ssd (Mamba2)", ssd_case, 1),
-                            ("feedback_solve (Sessa)", solve_case, 2), ("path_logits (PaTH)", path_case, 2)):
+    for op, case, order in (
+        ("selective_scan (S6)", scan_case, 1),
+        ("ssd (Mamba2)", ssd_case, 1),
+        ("feedback_solve (Sessa)", solve_case, 2),
+        ("path_logits (PaTH)", path_case, 2),
+    ):
         res = {}
         for L in (L1, L2):
             ref, loop = case(L)
             res[L] = (t_of(ref), t_of(loop))
-        rows.append({"op": op, "L1": L1, "L2": L2, "ref": [res[L1][0], res[L2][0]], "loop": [res[L1][1], res[L2][1]],
-                     "expected_growth": (L2 / L1) ** order})
+        rows.append(
+            {
+                "op": op,
+                "L1": L1,
+                "L2": L2,
+                "ref": [res[L1][0], res[L2][0]],
+                "loop": [res[L1][1], res[L2][1]],
+                "expected_growth": (L2 / L1) ** order,
+            }
+        )
     return rows
 
 
-def write_table(path: Path, mix: list[dict], ops: list[dict], B: int, L: int, threads: int, small: bool, wall: float) -> str:
+def write_table(
+    path: Path, mix: list[dict], ops: list[dict], B: int, L: int, threads: int, small: bool, wall: float
+) -> str:
     base = next(r for r in mix if r["name"] == "nope")
-    lines = [f"# Mixer benchmark (CPU, reference backends)", "",
-             f"Forward + backward, batch {B}, length {L}, width {D_MODEL}, float32, {threads} thread(s), "
-             f"{platform.processor() or platform.machine()}, torch {__import__('torch').__version__}"
-             f"{' (--small)' if small else ''}. Median of the timed runs after one warm-up; peak = rise of the "
-             f"process's peak resident set over the run (fresh process per mixer). Ratios are to causal softmax "
-             f"attention without positions (`nope`, SDPA) in the same run. Whole benchmark: {wall:.0f} s.", "",
-             "| mixer | params | fwd+bwd s | x attention | peak MB | x attention | backend |",
-             "|---|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        "# Mixer benchmark (CPU, reference backends)",
+        "",
+        f"Forward + backward, batch {B}, length {L}, width {D_MODEL}, float32, {threads} thread(s), "
+        f"{platform.processor() or platform.machine()}, torch {__import__('torch').__version__}"
+        f"{' (--small)' if small else ''}. Median of the timed runs after one warm-up; peak = rise of the "
+        f"process's peak resident set over the run (fresh process per mixer). Ratios are to causal softmax "
+        f"attention without positions (`nope`, SDPA) in the same run. Whole benchmark: {wall:.0f} s.",
+        "",
+        "| mixer | params | fwd+bwd s | x attention | peak MB | x attention | backend |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
     for r in mix:
         if "error" in r:
             lines.append(f"| {r['name']} | | {r['error']} | | | | |")
             continue
-        lines.append(f"| {r['name']} | {r['params']:,} | {r['seconds']:.3f} | {r['seconds'] / base['seconds']:.1f} | "
-                     f"{r['peak_mb']:.0f} | {r['peak_mb'] / max(base['peak_mb'], 1e-9):.1f} | {r['backend']} |")
-    lines += ["", "Ops (reference backend, forward only) against a token-by-token loop at two lengths: growth "
-              "t(L2)/t(L1) against the op's order (L2/L1 for scans, (L2/L1)^2 for the quadratic ones).", "",
-              "| op | L1 -> L2 | reference s | loop s | reference growth | loop growth | expected | loop / reference at L2 |",
-              "|---|---|---|---|---:|---:|---:|---:|"]
+        lines.append(
+            f"| {r['name']} | {r['params']:,} | {r['seconds']:.3f} | {r['seconds'] / base['seconds']:.1f} | "
+            f"{r['peak_mb']:.0f} | {r['peak_mb'] / max(base['peak_mb'], 1e-9):.1f} | {r['backend']} |"
+        )
+    lines += [
+        "",
+        "Ops (reference backend, forward only) against a token-by-token loop at two lengths: growth "
+        "t(L2)/t(L1) against the op's order (L2/L1 for scans, (L2/L1)^2 for the quadratic ones).",
+        "",
+        "| op | L1 -> L2 | reference s | loop s | reference growth | loop growth | expected | loop / reference at L2 |",
+        "|---|---|---|---|---:|---:|---:|---:|",
+    ]
     for r in ops:
-        lines.append(f"| {r['op']} | {r['L1']} -> {r['L2']} | {r['ref'][0]:.4f} -> {r['ref'][1]:.4f} | "
-                     f"{r['loop'][0]:.4f} -> {r['loop'][1]:.4f} | {r['ref'][1] / r['ref'][0]:.1f} | "
-                     f"{r['loop'][1] / r['loop'][0]:.1f} | {r['expected_growth']:.0f} | {r['loop'][1] / r['ref'][1]:.1f} |")
+        lines.append(
+            f"| {r['op']} | {r['L1']} -> {r['L2']} | {r['ref'][0]:.4f} -> {r['ref'][1]:.4f} | "
+            f"{r['loop'][0]:.4f} -> {r['loop'][1]:.4f} | {r['ref'][1] / r['ref'][0]:.1f} | "
+            f"{r['loop'][1] / r['loop'][0]:.1f} | {r['expected_growth']:.0f} | {r['loop'][1] / r['ref'][1]:.1f} |"
+        )
     text = "\n".join(lines) + "\n"
     path.write_text(text)
     return text

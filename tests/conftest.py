@@ -1,4 +1,5 @@
 """Shared test fixtures. Tests run from the repo root with the package installed (make test)."""
+
 from __future__ import annotations
 
 import os
@@ -40,5 +41,11 @@ def snakemake_local(workdir: Path, *args: str, timeout: int = 800):
     import sys
 
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    return subprocess.run([sys.executable, "-m", "snakemake", "--workflow-profile", "profiles/local", *args],
-                          cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "--workflow-profile", "profiles/local", *args],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -23,6 +23,7 @@ The run spec a paper's ``ARTEFACTS[name](spec, out)`` receives (``artefact_spec`
 ``paper, scale, name, paper_dir, inputs {summaries {exp: path}, leaves {exp: [leaf]}, artefacts {name:
 [paths]}}, resolved {exp: {variant: config}}, analysis {key: settings}, reported {claim_id: value}``.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -71,9 +72,11 @@ def input_files(results: str | Path, paper: str, paper_cfg: dict, cells: dict, n
     for exp, pattern in (reads.get("leaves") or {}).items():
         stage = stages_of(paper_cfg, exp)[-1]
         leaves += [str(layout.cell_marker(results, paper, exp, c, stage)) for c in selected_cells(cells, exp, pattern)]
-    return {"summaries": [str(layout.summary_path(results, paper, e)) for e in reads.get("summaries") or []],
-            "leaves": leaves,
-            "artefacts": [str(p) for a in reads.get("artefacts") or [] for p in outputs(results, paper, paper_cfg, a)]}
+    return {
+        "summaries": [str(layout.summary_path(results, paper, e)) for e in reads.get("summaries") or []],
+        "leaves": leaves,
+        "artefacts": [str(p) for a in reads.get("artefacts") or [] for p in outputs(results, paper, paper_cfg, a)],
+    }
 
 
 def resolve_analysis(value: Any, scale: str) -> Any:
@@ -97,18 +100,25 @@ def artefact_spec(paper: str, paper_cfg: dict, name: str, scale: str, results: s
     reads = decl.get("reads") or {}
     leaves = {}
     for exp, pattern in (reads.get("leaves") or {}).items():
-        leaves[exp] = [leaf_record(leaf, results) for c in selected_cells(cells, exp, pattern)
-                       for leaf in cells[(exp, c)]]
+        leaves[exp] = [
+            leaf_record(leaf, results) for c in selected_cells(cells, exp, pattern) for leaf in cells[(exp, c)]
+        ]
     experiments = [*(reads.get("summaries") or []), *(reads.get("leaves") or {}), *(reads.get("configs") or [])]
     exps = paper_cfg["experiments"]
     resolved = {e: {v: leaf_config(exps[e], v, scale) for v in exps[e]["variants"]} for e in dict.fromkeys(experiments)}
     claims = {c["id"]: c.get("reported") for c in paper_cfg.get("claims") or []}
     return {
-        "paper": paper, "scale": scale, "name": name, "paper_dir": str(layout.paper_dir(results, paper)),
-        "inputs": {"summaries": {e: str(layout.summary_path(results, paper, e)) for e in reads.get("summaries") or []},
-                   "leaves": leaves,
-                   "artefacts": {a: [str(p) for p in outputs(results, paper, paper_cfg, a)]
-                                 for a in reads.get("artefacts") or []}},
+        "paper": paper,
+        "scale": scale,
+        "name": name,
+        "paper_dir": str(layout.paper_dir(results, paper)),
+        "inputs": {
+            "summaries": {e: str(layout.summary_path(results, paper, e)) for e in reads.get("summaries") or []},
+            "leaves": leaves,
+            "artefacts": {
+                a: [str(p) for p in outputs(results, paper, paper_cfg, a)] for a in reads.get("artefacts") or []
+            },
+        },
         "resolved": resolved,
         "analysis": analysis_slice(paper_cfg, decl.get("analysis") or [], scale),
         "reported": {c: claims[c] for c in decl.get("claims") or []},
@@ -119,15 +129,23 @@ def claims_spec(paper: str, paper_cfg: dict, scale: str, results: str | Path, tr
     """What the claims step reads: the claims, the experiments' summaries and the artefacts' outputs (the
     results root and tracking settings: the step logs the paper's artefacts to one MLflow run)."""
     return {
-        "paper": paper, "scale": scale, "paper_dir": str(layout.paper_dir(results, paper)),
-        "results": str(results), "tracking": tracking, "claims": paper_cfg.get("claims") or [],
-        "inputs": {"summaries": {e: str(layout.summary_path(results, paper, e)) for e in paper_cfg["experiments"]},
-                   "artefacts": {a: [str(p) for p in outputs(results, paper, paper_cfg, a)]
-                                 for a in paper_cfg.get("artefacts") or {}}},
+        "paper": paper,
+        "scale": scale,
+        "paper_dir": str(layout.paper_dir(results, paper)),
+        "results": str(results),
+        "tracking": tracking,
+        "claims": paper_cfg.get("claims") or [],
+        "inputs": {
+            "summaries": {e: str(layout.summary_path(results, paper, e)) for e in paper_cfg["experiments"]},
+            "artefacts": {
+                a: [str(p) for p in outputs(results, paper, paper_cfg, a)] for a in paper_cfg.get("artefacts") or {}
+            },
+        },
     }
 
 
 # ----------------------------------------------------------------------------- validation
+
 
 def validate_artefacts(path: Path, cfg: dict, schema_dir: Path | None = None) -> None:
     """What the schema cannot say: every name an artefact refers to exists, outputs are unique, the
@@ -140,22 +158,31 @@ def validate_artefacts(path: Path, cfg: dict, schema_dir: Path | None = None) ->
     for name, decl in arts.items():
         where = f"artefacts.{name}"
         if decl["kind"] == "analysis" and (name in layout.RESERVED_DIRS or name in exps):
-            raise ConfigError(path, where, f"an analysis artefact writes into <paper>/{name}/, which is taken "
-                              "(an experiment or a reserved directory): choose another name")
+            raise ConfigError(
+                path,
+                where,
+                f"an analysis artefact writes into <paper>/{name}/, which is taken "
+                "(an experiment or a reserved directory): choose another name",
+            )
         reads = decl.get("reads") or {}
         for key in ("summaries", "configs", "leaves"):
             for e in reads.get(key) or []:
                 if e not in exps:
-                    raise ConfigError(path, f"{where}.reads.{key}",
-                                      f"no experiment {e!r} (has: {', '.join(sorted(exps))})")
+                    raise ConfigError(
+                        path, f"{where}.reads.{key}", f"no experiment {e!r} (has: {', '.join(sorted(exps))})"
+                    )
         for a in reads.get("artefacts") or []:
             if a not in arts or a == name:
                 raise ConfigError(path, f"{where}.reads.artefacts", f"no other artefact {a!r} in this paper")
         for k in decl.get("analysis") or []:
             if (k in analysis) == (k in tables):
-                raise ConfigError(path, f"{where}.analysis", f"{k!r} must name exactly one key of `analysis:` or "
-                                  f"`tables:` (analysis: {', '.join(sorted(analysis)) or '-'}; tables: "
-                                  f"{', '.join(sorted(tables)) or '-'})")
+                raise ConfigError(
+                    path,
+                    f"{where}.analysis",
+                    f"{k!r} must name exactly one key of `analysis:` or "
+                    f"`tables:` (analysis: {', '.join(sorted(analysis)) or '-'}; tables: "
+                    f"{', '.join(sorted(tables)) or '-'})",
+                )
         for c in decl.get("claims") or []:
             if c not in claim_ids:
                 raise ConfigError(path, f"{where}.claims", f"no claim with id {c!r}")
@@ -177,8 +204,11 @@ def _check_acyclic(path: Path, arts: dict) -> None:
         if state.get(name) == 2:
             return
         if state.get(name) == 1:
-            raise ConfigError(path, f"artefacts.{name}.reads.artefacts", "artefacts read each other in a circle: "
-                              + " -> ".join(trail + [name]))
+            raise ConfigError(
+                path,
+                f"artefacts.{name}.reads.artefacts",
+                "artefacts read each other in a circle: " + " -> ".join(trail + [name]),
+            )
         state[name] = 1
         for a in (arts[name].get("reads") or {}).get("artefacts") or []:
             visit(a, trail + [name])
@@ -214,6 +244,10 @@ def _validate_analysis(path: Path, cfg: dict, schema_dir: Path | None) -> None:
         return
     schema_file = analysis_schema_file(cfg["paper"], schema_dir)
     if schema_file is None:
-        raise ConfigError(path, "analysis", "no schema for this paper's analysis block (workflow/schemas/analysis/"
-                          f"{cfg['paper']}.schema.yaml, or analysis.schema.yaml in seqmix.papers.{cfg['paper']})")
+        raise ConfigError(
+            path,
+            "analysis",
+            "no schema for this paper's analysis block (workflow/schemas/analysis/"
+            f"{cfg['paper']}.schema.yaml, or analysis.schema.yaml in seqmix.papers.{cfg['paper']})",
+        )
     validate(cfg["analysis"], load_yaml(schema_file), path, "analysis")

@@ -7,6 +7,7 @@ methods, and a renamed method fails the protocol check instead of silently skipp
 ``isinstance`` with a runtime-checkable protocol checks that the members exist, not their signatures; the
 signatures below are the contract the probes rely on (tests/unit/test_capabilities.py checks the mixers).
 """
+
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable

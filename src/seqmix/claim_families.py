@@ -18,6 +18,7 @@ Two shorthands keep ``config/papers/<paper>.yaml`` short enough to edit by hand:
 - ``claim_defaults:`` (beside ``claims:``) gives keys by ``source``, applied after expansion to every claim
   that does not set the key itself (a claim's own key wins whole; defaults are not merged into it).
 """
+
 from __future__ import annotations
 
 import copy
@@ -36,8 +37,9 @@ class ClaimSpecError(ValueError):
         super().__init__(f"{keypath}: {message}")
 
 
-def expand_claims(claims: list, defaults: dict | None = None,
-                  sources: list[str] | None = None) -> tuple[list[dict], list[tuple[str, str]]]:
+def expand_claims(
+    claims: list, defaults: dict | None = None, sources: list[str] | None = None
+) -> tuple[list[dict], list[tuple[str, str]]]:
     """(claims, origins): every family expanded and the per-source defaults applied; origins[i] is
     (keypath of the entry claim i came from, its parameters: 'k=4' or '' outside a family), for errors.
     With ``sources``, a claim whose source is not one of them is an error here: it would miss its defaults."""
@@ -58,8 +60,11 @@ def expand_claims(claims: list, defaults: dict | None = None,
             origins.append((where, ", ".join(f"{k}={v}" for k, v in params.items())))
     for claim, (where, params) in zip(out, origins):
         if sources is not None and claim.get("source") not in sources:
-            raise ClaimSpecError(f"{where}.source", f"{claim.get('source')!r} is not one of {list(sources)}"
-                                 + (f" (in the family member {params})" if params else ""))
+            raise ClaimSpecError(
+                f"{where}.source",
+                f"{claim.get('source')!r} is not one of {list(sources)}"
+                + (f" (in the family member {params})" if params else ""),
+            )
         _apply_defaults(claim, defaults or {})
     _check_unique_ids(out, origins)
     return out, origins
@@ -85,8 +90,10 @@ def _zip_group(group: Any, where: str) -> list[dict]:
             raise ClaimSpecError(f"{where}.{name}", f"expected a non-empty list of values, got {values!r}")
         lengths[name] = len(values)
     if len(set(lengths.values())) != 1:
-        raise ClaimSpecError(where, "the lists are zipped, so they need one length; got "
-                             + ", ".join(f"{k}: {n}" for k, n in lengths.items()))
+        raise ClaimSpecError(
+            where,
+            "the lists are zipped, so they need one length; got " + ", ".join(f"{k}: {n}" for k, n in lengths.items()),
+        )
     n = next(iter(lengths.values()))
     return [{name: group[name][i] for name in group} for i in range(n)]
 
@@ -117,6 +124,9 @@ def _check_unique_ids(claims: list[dict], origins: list[tuple[str, str]]) -> Non
         cid = claim.get("id")
         label = f"{where} ({params})" if params else where
         if cid in seen:
-            raise ClaimSpecError(f"{where}.id", f"claim id {cid!r} ({label}) is also the id of {seen[cid]} (ids "
-                                 "must be unique; a family's id needs its parameters, e.g. rank-k{k})")
+            raise ClaimSpecError(
+                f"{where}.id",
+                f"claim id {cid!r} ({label}) is also the id of {seen[cid]} (ids "
+                "must be unique; a family's id needs its parameters, e.g. rank-k{k})",
+            )
         seen[cid] = label

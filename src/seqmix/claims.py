@@ -20,6 +20,7 @@ Verdicts: holds / differs / not expected at this scale / not run. A claim whose 
 "not run"; one whose ``expected_at`` omits the current scale is "not expected at this scale" (our value is
 still shown). Closed-form identities are expected at every scale and ``make test`` fails when one differs.
 """
+
 from __future__ import annotations
 
 import math
@@ -110,7 +111,9 @@ def read_ours(sel: dict, results_dir: Path) -> float | list[tuple[Any, float]]:
         return series
     value = _aggregate(df[metric].to_numpy(dtype=float), how)
     if sel.get("ratio_to") is not None:
-        den = _aggregate(_filter(load_table(results_dir, sel["table"]), sel["ratio_to"])[metric].to_numpy(dtype=float), how)
+        den = _aggregate(
+            _filter(load_table(results_dir, sel["table"]), sel["ratio_to"])[metric].to_numpy(dtype=float), how
+        )
         value = value / den if den != 0 else math.inf
     return value
 
@@ -161,8 +164,11 @@ def run_check(check: dict, ours: Any, reported: Any, ref: float | None = None) -
         vals = [lookup[o] for o in check["order"]]
         rtol = check.get("rtol", 0.0)
         sign = -1 if check.get("direction", "decreasing") == "decreasing" else 1
-        bad = [(a, b) for (a, va), (b, vb) in zip(zip(check["order"], vals), zip(check["order"][1:], vals[1:]))
-               if sign * (vb - va) < -rtol * max(abs(va), abs(vb))]
+        bad = [
+            (a, b)
+            for (a, va), (b, vb) in zip(zip(check["order"], vals), zip(check["order"][1:], vals[1:]))
+            if sign * (vb - va) < -rtol * max(abs(va), abs(vb))
+        ]
         return not bad, ("monotone" if not bad else f"breaks at {bad}") + f" over {[round(v, 6) for v in vals]}"
     if kind == "slope":
         xs = np.array([float(x) for x, _ in ours])
@@ -185,7 +191,7 @@ def run_check(check: dict, ours: Any, reported: Any, ref: float | None = None) -
         if check.get("min_r2") is not None:
             resid = ys - (slope * xs + intercept)
             ss_tot = float(np.sum((ys - ys.mean()) ** 2))
-            r2 = 1.0 - float(np.sum(resid ** 2)) / ss_tot if ss_tot > 0 else (1.0 if not resid.any() else 0.0)
+            r2 = 1.0 - float(np.sum(resid**2)) / ss_tot if ss_tot > 0 else (1.0 if not resid.any() else 0.0)
             ok = ok and r2 >= check["min_r2"]
             detail += f", R^2 {r2:.6g} >= {check['min_r2']}"
         return ok, detail
@@ -209,8 +215,15 @@ def _check_text(check: dict) -> str:
 
 
 def evaluate_claim(claim: dict, results_dir: Path, scale: str) -> ClaimResult:
-    base = dict(id=claim["id"], source=claim["source"], artefact=claim["artefact"], statement=claim["statement"],
-                reported=claim.get("reported"), check=_check_text(claim["check"]), expected_at=claim["expected_at"])
+    base = dict(
+        id=claim["id"],
+        source=claim["source"],
+        artefact=claim["artefact"],
+        statement=claim["statement"],
+        reported=claim.get("reported"),
+        check=_check_text(claim["check"]),
+        expected_at=claim["expected_at"],
+    )
     try:
         ours = read_ours(claim["ours"], results_dir)
     except MissingResults as e:
@@ -239,10 +252,24 @@ COLUMNS = ("id", "source", "artefact", "statement", "paper_value", "our_value", 
 
 def to_frame(results: list[ClaimResult], scale: str) -> pd.DataFrame:
     # explicit columns: a paper without claims still gets a claims.csv with a header (report/index.py reads it)
-    return pd.DataFrame([{"id": r.id, "source": r.source, "artefact": r.artefact, "statement": r.statement,
-                          "paper_value": _fmt(r.reported), "our_value": _fmt(r.ours), "check": r.check,
-                          "scale": scale, "verdict": r.verdict, "detail": r.detail} for r in results],
-                        columns=list(COLUMNS))
+    return pd.DataFrame(
+        [
+            {
+                "id": r.id,
+                "source": r.source,
+                "artefact": r.artefact,
+                "statement": r.statement,
+                "paper_value": _fmt(r.reported),
+                "our_value": _fmt(r.ours),
+                "check": r.check,
+                "scale": scale,
+                "verdict": r.verdict,
+                "detail": r.detail,
+            }
+            for r in results
+        ],
+        columns=list(COLUMNS),
+    )
 
 
 def write_claims(results: list[ClaimResult], md_path: Path, csv_path: Path, paper: str, scale: str) -> None:
@@ -251,14 +278,27 @@ def write_claims(results: list[ClaimResult], md_path: Path, csv_path: Path, pape
     df = to_frame(results, scale)
     write_text(csv_path, df.to_csv(index=False))
     counts = {v: int((df["verdict"] == v).sum()) for v in VERDICTS}
-    lines = [f"# Claims of `{paper}` at scale `{scale}`", "",
-             "Each row: a number or statement (source: the paper itself, a value the spec derived — never the "
-             "paper's — or a closed-form identity), our value, the check and its verdict.", "",
-             "Verdicts: " + ", ".join(f"{k}: {v}" for k, v in counts.items()), "",
-             "| claim | source | artefact | statement | paper value | our value | check | verdict |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# Claims of `{paper}` at scale `{scale}`",
+        "",
+        "Each row: a number or statement (source: the paper itself, a value the spec derived — never the "
+        "paper's — or a closed-form identity), our value, the check and its verdict.",
+        "",
+        "Verdicts: " + ", ".join(f"{k}: {v}" for k, v in counts.items()),
+        "",
+        "| claim | source | artefact | statement | paper value | our value | check | verdict |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for _, r in df.iterrows():
-        cells = [r["id"], r["source"], r["artefact"], r["statement"], r["paper_value"], r["our_value"],
-                 f"{r['check']}: {r['detail']}", f"**{r['verdict']}**"]
+        cells = [
+            r["id"],
+            r["source"],
+            r["artefact"],
+            r["statement"],
+            r["paper_value"],
+            r["our_value"],
+            f"{r['check']}: {r['detail']}",
+            f"**{r['verdict']}**",
+        ]
         lines.append("| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
     write_text(md_path, "\n".join(lines) + "\n")

@@ -4,6 +4,7 @@ Rules pass file paths (a run-config JSON written by the ``run_config`` rule), ne
 a shell string. ``--threads`` sets torch's thread count (default 1: on 2 cores, two 1-thread processes
 beat one 2-thread process by far for these small models).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,7 +30,7 @@ def _cell_stage(args, stage: str) -> None:
             try:
                 submit_and_wait(stage, args.run, args.out, args.threads, settings)
             except DispatchError as e:
-                raise SystemExit(f"seqmix {stage}: {e}")
+                raise SystemExit(f"seqmix {stage}: {e}") from None
             return
     run_cell_stage(stage, args.run, args.out, args.threads)
 
@@ -70,7 +71,7 @@ def cmd_artefact(args):
     try:
         fn = artefact_function(spec["paper"], spec["name"])
     except LookupError as e:
-        raise SystemExit(f"{args.run}: {e}")
+        raise SystemExit(f"{args.run}: {e}") from None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     fn(spec, out)
@@ -95,10 +96,17 @@ def _log_paper_artefacts(spec: dict, files: list[str]) -> None:
 
     uri = tracking.resolve_uri(spec["tracking"]["uri"])
     key = f"{spec['paper']}.artefacts"
-    rec = tracking.buffer_record(key=key, experiment=spec["paper"], run_name=f"{spec['paper']}/artefacts",
-                                 tags=tracking.run_tags(rule="claims", paper=spec["paper"], scale=spec["scale"],
-                                                        config_hash=config_hash(spec["claims"])),
-                                 params={}, metrics={}, artifacts=[str(Path(f).resolve()) for f in files])
+    rec = tracking.buffer_record(
+        key=key,
+        experiment=spec["paper"],
+        run_name=f"{spec['paper']}/artefacts",
+        tags=tracking.run_tags(
+            rule="claims", paper=spec["paper"], scale=spec["scale"], config_hash=config_hash(spec["claims"])
+        ),
+        params={},
+        metrics={},
+        artifacts=[str(Path(f).resolve()) for f in files],
+    )
     buf = Path(spec["paper_dir"]) / "tracking-artefacts.jsonl"
     tracking.write_buffer(buf, [rec])
     tracking.ingest(tracking.paper_buffers(spec["results"], spec["paper"]) + [buf], uri, spec["results"])
@@ -210,7 +218,7 @@ def cmd_validate(args):
     try:
         load_all(cfg, args.root, args.config)
     except ConfigError as e:
-        raise SystemExit(f"config error: {e}")
+        raise SystemExit(f"config error: {e}") from None
     print("config ok")
 
 
@@ -224,9 +232,11 @@ def main(argv: list[str] | None = None) -> None:
         sp.add_argument("--threads", type=int, default=1, help="torch threads (the rule's `threads`)")
         return sp
 
-    for name, fn, help_ in (("train", cmd_train, "train every leaf of a cell"),
-                            ("evaluate", cmd_evaluate, "evaluate every leaf of a cell"),
-                            ("diagnose", cmd_diagnose, "diagnostics (Jacobians, gradient norms) of every leaf of a cell")):
+    for name, fn, help_ in (
+        ("train", cmd_train, "train every leaf of a cell"),
+        ("evaluate", cmd_evaluate, "evaluate every leaf of a cell"),
+        ("diagnose", cmd_diagnose, "diagnostics (Jacobians, gradient norms) of every leaf of a cell"),
+    ):
         sp = add(name, fn, help_)
         sp.add_argument("--run", required=True, help="the cell's run-config JSON")
         sp.add_argument("--out", required=True, help="the cell's summary JSON (written last)")
@@ -272,8 +282,9 @@ def main(argv: list[str] | None = None) -> None:
     startup = runner.startup_s()
     if startup is not None:
         # one line per job that benchmarks/dag_timing.py reads from the rule logs
-        logging.getLogger("seqmix.timing").info("seqmix-timing cmd=%s startup_s=%.3f work_s=%.3f", args.cmd,
-                                                startup, process_age_s() - startup)
+        logging.getLogger("seqmix.timing").info(
+            "seqmix-timing cmd=%s startup_s=%.3f work_s=%.3f", args.cmd, startup, process_age_s() - startup
+        )
 
 
 if __name__ == "__main__":

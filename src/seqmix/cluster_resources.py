@@ -8,6 +8,7 @@ names): timeout_min, mem_gb, cpus_per_task, gpus_per_node, tasks_per_node, parti
 - the executor-plugin profiles get ``slurm_resources(resolve(...)[rule])`` as the rule's ``resources:``
   (workflow/rules/resources.smk), so the profiles hold no resources of their own.
 """
+
 from __future__ import annotations
 
 HEAVY_RULES = ("train", "evaluate", "diagnose")
@@ -21,8 +22,12 @@ def resolve(table: dict | None, scale: str) -> dict[str, dict]:
     default = {**(table.get("default") or {}), **(at_scale.get("default") or {})}
     out = {"default": default}
     for rule in HEAVY_RULES:
-        out[rule] = {**(table.get("default") or {}), **(table.get(rule) or {}),
-                     **(at_scale.get("default") or {}), **(at_scale.get(rule) or {})}
+        out[rule] = {
+            **(table.get("default") or {}),
+            **(table.get(rule) or {}),
+            **(at_scale.get("default") or {}),
+            **(at_scale.get(rule) or {}),
+        }
     return out
 
 

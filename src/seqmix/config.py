@@ -4,6 +4,7 @@ Every error names the file, the key path and what was expected, and is raised be
 foundation (ConfigError, YAML, schemas) is ``config_base``; leaves and cells are ``leaves``; both are
 re-exported here for the workflow and the CLI.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -33,6 +34,7 @@ SCALES = ("tiny", "cpu", "paper")
 
 # ----------------------------------------------------------------------------- the whole config
 
+
 def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> dict:
     """A paper's config, validated, with its claim families expanded and the claim defaults applied
     (``cfg["claims"]`` is the flat list the claims engine checks)."""
@@ -48,13 +50,20 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
     except ConfigError as e:
         raise at_claim_origin(e, origins) from None
     if cfg["paper"] != path.stem:
-        raise ConfigError(path, "paper", f"expected {path.stem!r}, got {cfg['paper']!r} (the paper id is the file's name)")
+        raise ConfigError(
+            path, "paper", f"expected {path.stem!r}, got {cfg['paper']!r} (the paper id is the file's name)"
+        )
     for exp_name, exp in cfg.get("experiments", {}).items():
         if scale not in exp["scales"]:
-            raise ConfigError(path, f"experiments.{exp_name}.scales",
-                              f"no settings for scale {scale!r} (has: {', '.join(exp['scales'])})")
+            raise ConfigError(
+                path,
+                f"experiments.{exp_name}.scales",
+                f"no settings for scale {scale!r} (has: {', '.join(exp['scales'])})",
+            )
         if exp.get("sweep") is None and any("sweep_values" in s for s in exp["scales"].values()):
-            raise ConfigError(path, f"experiments.{exp_name}.scales", "sweep_values given but the experiment has no sweep")
+            raise ConfigError(
+                path, f"experiments.{exp_name}.scales", "sweep_values given but the experiment has no sweep"
+            )
         validate_component_blocks(path, exp_name, exp)
     for claim, (where, params) in zip(cfg.get("claims", []), origins):
         try:
@@ -67,19 +76,26 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
     return cfg
 
 
-def load_all(config: dict, root: str | Path = ".", config_file: str = "config/config.yaml",
-             schema_dir: Path | None = None) -> dict:
+def load_all(
+    config: dict, root: str | Path = ".", config_file: str = "config/config.yaml", schema_dir: Path | None = None
+) -> dict:
     """Validate the global config (as Snakemake merged it) and load each paper's config.
 
     Returns {"globals": config, "papers": {paper: paper_cfg}}.
     """
     root = Path(root)
     validate(config, load_schema("config", schema_dir), config_file)
-    if config["dispatch"] == "submitit" and str(config["tracking"]["uri"]).startswith("sqlite") \
-            and not config["tracking"].get("results_on_local_disk", False):
-        raise ConfigError(config_file, "tracking.uri",
-                          "SQLite tracking with SLURM dispatch is unsafe on a network filesystem; use an "
-                          "http(s) MLflow server, or set tracking.results_on_local_disk: true on a one-node cluster")
+    if (
+        config["dispatch"] == "submitit"
+        and str(config["tracking"]["uri"]).startswith("sqlite")
+        and not config["tracking"].get("results_on_local_disk", False)
+    ):
+        raise ConfigError(
+            config_file,
+            "tracking.uri",
+            "SQLite tracking with SLURM dispatch is unsafe on a network filesystem; use an "
+            "http(s) MLflow server, or set tracking.results_on_local_disk: true on a one-node cluster",
+        )
     if config.get("device") == "cuda":  # imports torch only then: the Snakefile's start-up stays light
         from .devices import cuda_missing
 
@@ -104,8 +120,11 @@ def selected_papers(config: dict, root: str | Path = ".", config_file: str = "co
     chosen = list(config.get("papers") or found)
     for i, p in enumerate(chosen):
         if p not in found:
-            raise ConfigError(config_file, f"papers[{i}]", f"{p!r} is not one of the paper files config/papers/*.yaml: "
-                              f"{', '.join(map(repr, found)) or 'none'}")
+            raise ConfigError(
+                config_file,
+                f"papers[{i}]",
+                f"{p!r} is not one of the paper files config/papers/*.yaml: {', '.join(map(repr, found)) or 'none'}",
+            )
     if not chosen:
         raise ConfigError(config_file, "papers", "no paper configs under config/papers/")
     return chosen

@@ -1,11 +1,13 @@
 """The config's foundation: the error every config problem raises (file, key path, expectation), YAML
 loading, JSON-schema validation with readable messages, and dotted-path helpers. Imports nothing of seqmix,
 so every config module (claims, components, artefacts, leaves) can build on it without circles."""
+
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
@@ -21,6 +23,7 @@ class ConfigError(ValueError):
 
 
 # ----------------------------------------------------------------------------- YAML + schema
+
 
 def load_yaml(path: str | Path) -> Any:
     path = Path(path)
@@ -104,6 +107,7 @@ def load_schema(name: str, schema_dir: Path | None = None) -> dict:
 
 
 # ----------------------------------------------------------------------------- merging
+
 
 def deep_merge(base: dict, over: dict | None) -> dict:
     out = copy.deepcopy(base)

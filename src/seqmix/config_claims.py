@@ -1,5 +1,6 @@
 """Loading a paper's claims: families expanded and defaults applied (seqmix.claim_families), errors reported at
 the file's own entry, and the checks the schema cannot express (validate_claim)."""
+
 from __future__ import annotations
 
 import re
@@ -21,8 +22,9 @@ def expand_paper_claims(cfg: Any, path: Path, schema: dict) -> list[tuple[str, s
     defaults = cfg.get("claim_defaults") or {}
     validate(defaults, schema["properties"]["claim_defaults"], path, "claim_defaults")
     try:
-        cfg["claims"], origins = expand_claims(cfg["claims"], defaults,
-                                               schema["$defs"]["claim"]["properties"]["source"]["enum"])
+        cfg["claims"], origins = expand_claims(
+            cfg["claims"], defaults, schema["$defs"]["claim"]["properties"]["source"]["enum"]
+        )
     except ClaimSpecError as e:
         raise ConfigError(path, e.keypath, e.message) from None
     return origins
@@ -34,7 +36,7 @@ def at_claim_origin(err: ConfigError, origins: list[tuple[str, str]]) -> ConfigE
     if not m or int(m.group(1)) >= len(origins):
         return err
     where, params = origins[int(m.group(1))]
-    return in_member(ConfigError(err.file, where + err.keypath[m.end():], err.message), params)
+    return in_member(ConfigError(err.file, where + err.keypath[m.end() :], err.message), params)
 
 
 def in_member(err: ConfigError, params: str) -> ConfigError:
@@ -51,13 +53,19 @@ def validate_claim(path: Path, where: str, claim: dict) -> None:
     if kind in ("ordering", "slope") and reduce:
         raise ConfigError(path, f"{where}.ours.reduce", f"check kind {kind!r} needs the series: remove ours.reduce")
     if kind in ("within", "threshold") and over and not reduce:
-        raise ConfigError(path, f"{where}.ours.over", f"check kind {kind!r} needs one value: remove ours.over "
-                          "(or reduce the series with ours.reduce: min|max)")
+        raise ConfigError(
+            path,
+            f"{where}.ours.over",
+            f"check kind {kind!r} needs one value: remove ours.over (or reduce the series with ours.reduce: min|max)",
+        )
     if reduce and not over:
         raise ConfigError(path, f"{where}.ours.reduce", "ours.reduce needs a series: set ours.over to a column")
     if kind == "within" and not {"lo", "hi", "target"} & set(claim["check"]):
         rep = claim.get("reported")
         rep = rep[0] if isinstance(rep, list) and rep else rep
         if isinstance(rep, bool) or not isinstance(rep, (int, float)):
-            raise ConfigError(path, f"{where}.check", "within needs lo/hi, a target, or a numeric reported value "
-                              f"(reported is {claim.get('reported')!r})")
+            raise ConfigError(
+                path,
+                f"{where}.check",
+                f"within needs lo/hi, a target, or a numeric reported value (reported is {claim.get('reported')!r})",
+            )

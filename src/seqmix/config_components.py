@@ -1,5 +1,6 @@
 """Validation of a paper's component blocks (task, model, mixer) against the registered components' schemas,
 which are generated from their declared options (seqmix.options)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,8 +25,11 @@ def validate_component_blocks(paper_file: Path, exp_name: str, exp: dict) -> Non
         """Resolve the components this block names (a variant may name its own task, model or mixer) and
         validate its parameters against them; returns the classes in force below this block."""
         classes = dict(classes)
-        names = {"task": get_path(block, "task.name"), "model": get_path(block, "model.name"),
-                 "mixer": get_path(block, "model.mixer.name")}
+        names = {
+            "task": get_path(block, "task.name"),
+            "model": get_path(block, "model.name"),
+            "mixer": get_path(block, "model.mixer.name"),
+        }
         for kind, keypath in (("task", "task.name"), ("model", "model.name"), ("mixer", "model.mixer.name")):
             if names[kind] is not None:
                 try:
@@ -33,13 +37,18 @@ def validate_component_blocks(paper_file: Path, exp_name: str, exp: dict) -> Non
                 except registry.UnknownName as e:
                     raise ConfigError(paper_file, f"{prefix}.{where}.{keypath}", str(e)) from None
         if "task" in block:
-            validate(_without_name(block["task"]), _partial(component_params(classes["task"])), paper_file,
-                     f"{prefix}.{where}.task")
+            validate(
+                _without_name(block["task"]),
+                _partial(component_params(classes["task"])),
+                paper_file,
+                f"{prefix}.{where}.task",
+            )
         if "model" in block:
             m = dict(block["model"])
             mixer = m.pop("mixer", None)
-            validate(_without_name(m), _partial(component_params(classes["model"])), paper_file,
-                     f"{prefix}.{where}.model")
+            validate(
+                _without_name(m), _partial(component_params(classes["model"])), paper_file, f"{prefix}.{where}.model"
+            )
             if isinstance(mixer, dict) and classes.get("mixer") is not None:
                 validate_options(paper_file, f"{prefix}.{where}.model.mixer", classes["mixer"], mixer)
         return classes

@@ -11,6 +11,7 @@ Preemption and time limits: the step is a ``submitit.helpers.Checkpointable``; s
 the same numbers as an uninterrupted run. A job requeued by hand (``scontrol requeue``) re-runs the same
 step, which also resumes. A job killed with ``scancel`` fails the rule; re-running the rule resumes.
 """
+
 from __future__ import annotations
 
 import logging
@@ -47,8 +48,13 @@ def executor_for(settings: dict, stage: str, job_name: str) -> submitit.Executor
     folder = Path(settings["folder"]) / "%j"
     kwargs = {"slurm_max_num_timeout": settings.get("max_requeues", 3)} if settings["cluster"] == "slurm" else {}
     ex = submitit.AutoExecutor(folder=folder, cluster=settings["cluster"], **kwargs)
-    params = {"timeout_min": res.get("timeout_min", 60), "name": job_name, "nodes": 1,
-              "tasks_per_node": res.get("tasks_per_node", 1), "cpus_per_task": res.get("cpus_per_task", 1)}
+    params = {
+        "timeout_min": res.get("timeout_min", 60),
+        "name": job_name,
+        "nodes": 1,
+        "tasks_per_node": res.get("tasks_per_node", 1),
+        "cpus_per_task": res.get("cpus_per_task", 1),
+    }
     if res.get("mem_gb"):
         params["mem_gb"] = res["mem_gb"]
     if res.get("gpus_per_node"):
@@ -92,8 +98,9 @@ def submit_and_wait(stage: str, run_path: str, out_path: str, threads: int, sett
     cell = Path(run_path).stem
     ex = executor_for(settings, stage, f"seqmix-{stage}-{cell}")
     job = ex.submit(StageJob(stage, str(Path(run_path).resolve()), str(Path(out_path).resolve()), threads))
-    log.info("submitted %s to %s: job %s (logs: %s, %s)", stage, ex.cluster, job.job_id, job.paths.stdout,
-             job.paths.stderr)
+    log.info(
+        "submitted %s to %s: job %s (logs: %s, %s)", stage, ex.cluster, job.job_id, job.paths.stdout, job.paths.stderr
+    )
     tail = _LogTail(job.paths.stdout, job.paths.stderr)
 
     def _cancel(signum, frame):  # Snakemake interrupted: do not leave the job running
@@ -111,13 +118,17 @@ def submit_and_wait(stage: str, run_path: str, out_path: str, threads: int, sett
         try:
             job.result()
         except Exception as e:  # noqa: BLE001 — submitit raises FailedJobError / UncompletedJobError
-            raise DispatchError(f"{ex.cluster} job {job.job_id} ({stage} of {cell}) did not succeed: "
-                                f"{type(e).__name__}: {str(e)[-4000:]}\nlogs: {job.paths.stdout} {job.paths.stderr}") from None
+            raise DispatchError(
+                f"{ex.cluster} job {job.job_id} ({stage} of {cell}) did not succeed: "
+                f"{type(e).__name__}: {str(e)[-4000:]}\nlogs: {job.paths.stdout} {job.paths.stderr}"
+            ) from None
     finally:
         for s, h in old.items():
             signal.signal(s, h)
     if not Path(out_path).exists():
-        raise DispatchError(f"job {job.job_id} ended without writing {out_path}; logs: {job.paths.stdout} {job.paths.stderr}")
+        raise DispatchError(
+            f"job {job.job_id} ended without writing {out_path}; logs: {job.paths.stdout} {job.paths.stderr}"
+        )
     log.info("job %s done", job.job_id)
     return str(job.job_id)
 

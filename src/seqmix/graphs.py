@@ -4,6 +4,7 @@ softmax of attention over a graph's edges.
 Pure torch on tensors and sizes (no task, no model): the reachability task, the cascade transformer and the
 superposition theory all build on it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -52,8 +53,9 @@ def lexmin(mask: torch.Tensor) -> torch.Tensor:
     return score.argmax(-1)
 
 
-def sample_graphs(g: torch.Generator, size: int, n: int, p: float, L: int, semantics: str = "cumulative",
-                  min_final_reach: int = 0) -> GraphBatch:
+def sample_graphs(
+    g: torch.Generator, size: int, n: int, p: float, L: int, semantics: str = "cumulative", min_final_reach: int = 0
+) -> GraphBatch:
     """``size`` instances of directed G(n, p) without self-loops, a uniform root, and the reachable sets.
 
     ``min_final_reach`` > 0 keeps only instances with k_L >= min_final_reach (drawing more from the same

@@ -3,6 +3,7 @@
 Every output of the pipeline goes through these helpers: a killed job leaves a ``*.tmp-*`` file behind,
 never a half-written file under the final name.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -11,8 +12,9 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 
 def canonical_json(obj: Any) -> str:
@@ -68,8 +70,9 @@ def write_text(path: str | os.PathLike, text: str) -> None:
 
 def write_json(path: str | os.PathLike, obj: Any, indent: int | None = 2) -> None:
     """Atomically write JSON with sorted keys. Non-finite floats are written as null."""
-    write_text(path, json.dumps(_finite(obj), sort_keys=True, indent=indent,
-                                default=lambda x: _finite(_jsonable(x))) + "\n")
+    write_text(
+        path, json.dumps(_finite(obj), sort_keys=True, indent=indent, default=lambda x: _finite(_jsonable(x))) + "\n"
+    )
 
 
 def _finite(obj: Any) -> Any:

@@ -5,6 +5,7 @@
 - a **cell** is the group of leaves one job runs; its size is a per-scale config value, so the rules,
   wildcards and file layout are the same at every scale.
 """
+
 from __future__ import annotations
 
 import copy
@@ -70,8 +71,9 @@ def expand_leaves(paper: str, paper_cfg: dict, scale: str) -> list[Leaf]:
                     cfg = copy.deepcopy(vcfg)
                     if sweep:
                         set_path(cfg, sweep["path"], value)
-                    cfg.update(paper=paper, experiment=exp_name, variant=variant, point=point, seed=seed,
-                               sweep_value=value)
+                    cfg.update(
+                        paper=paper, experiment=exp_name, variant=variant, point=point, seed=seed, sweep_value=value
+                    )
                     leaves.append(Leaf(paper, exp_name, variant, point, seed, cfg))
     return leaves
 
@@ -85,7 +87,7 @@ def expand_cells(paper: str, paper_cfg: dict, scale: str) -> dict[tuple[str, str
     for (exp_name, variant), leaves in by_variant.items():
         size = paper_cfg["experiments"][exp_name]["scales"][scale]["cell_size"]
         for i in range(0, len(leaves), size):
-            cells[(exp_name, f"{variant}-{i // size}")] = leaves[i:i + size]
+            cells[(exp_name, f"{variant}-{i // size}")] = leaves[i : i + size]
     return cells
 
 

@@ -3,6 +3,7 @@
 Pure torch on arrays: the rotation-teacher task reports MSE*(H) beside a student's MSE, and the heads theory
 builds its closed forms on the same unfolding, so both import it from here.
 """
+
 from __future__ import annotations
 
 import torch

@@ -13,6 +13,7 @@ keyword-only parameter, its default recorded, parameters without a default requi
 Type mapping: bool -> boolean, int -> integer, float -> number, str -> string, ``Literal[...]`` -> enum,
 ``X | None`` -> adds null, ``dict`` -> object, ``list[X]``/``tuple[X, ...]`` -> array of X, other unions -> anyOf.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -40,8 +41,13 @@ class Opt:
     component: str | None = None  # the value names a registered component of this kind ({"name": ...})
 
     def keywords(self) -> dict:
-        names = {"minimum": "minimum", "maximum": "maximum", "exclusive_minimum": "exclusiveMinimum",
-                 "exclusive_maximum": "exclusiveMaximum", "multiple_of": "multipleOf"}
+        names = {
+            "minimum": "minimum",
+            "maximum": "maximum",
+            "exclusive_minimum": "exclusiveMinimum",
+            "exclusive_maximum": "exclusiveMaximum",
+            "multiple_of": "multipleOf",
+        }
         out = {v: getattr(self, k) for k, v in names.items() if getattr(self, k) is not None}
         return {**out, **self.extra}
 
@@ -51,8 +57,10 @@ PosInt = Annotated[int, Opt(minimum=1)]
 NonNegInt = Annotated[int, Opt(minimum=0)]
 PosFloat = Annotated[float, Opt(exclusive_minimum=0)]
 OptPosInt = Annotated[int | None, Opt(minimum=1)]
-MixerSpec = Annotated[dict, Opt(extra={"required": ["name"]}, component="mixer",
-                                description="a registered mixer: its name and its options")]
+MixerSpec = Annotated[
+    dict,
+    Opt(extra={"required": ["name"]}, component="mixer", description="a registered mixer: its name and its options"),
+]
 
 
 @dataclass(frozen=True)
@@ -181,5 +189,8 @@ def _bare_schema(tp: Any) -> dict:
 
 
 def _jsonable(v: Any) -> bool:
-    return v is None or isinstance(v, (bool, int, float, str)) or (
-        isinstance(v, (list, tuple)) and all(_jsonable(x) for x in v))
+    return (
+        v is None
+        or isinstance(v, (bool, int, float, str))
+        or (isinstance(v, (list, tuple)) and all(_jsonable(x) for x in v))
+    )

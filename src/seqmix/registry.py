@@ -3,12 +3,13 @@
 A config names components by string; ``register_*`` decorators fill the tables, and ``get_*`` fail
 with the list of known names. ``load_all()`` imports every module that registers something.
 """
+
 from __future__ import annotations
 
 import importlib
-from typing import Callable, Dict
+from collections.abc import Callable
 
-_TABLES: Dict[str, Dict[str, Callable]] = {"mixer": {}, "model": {}, "task": {}}
+_TABLES: dict[str, dict[str, Callable]] = {"mixer": {}, "model": {}, "task": {}}
 
 # Modules that register components; imported lazily so that `import seqmix` stays cheap.
 _MODULES = (

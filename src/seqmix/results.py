@@ -17,6 +17,7 @@ Everything a run writes lives under the results root (``config["results"]``), on
 A leaf's stage is done when its marker exists and carries the leaf's config hash (``is_done``): a
 half-written leaf, or one of another config, has no such marker and is rebuilt.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

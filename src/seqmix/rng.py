@@ -1,4 +1,5 @@
 """Counter-seeded random generators: every draw is a pure function of its counters, never of draw order."""
+
 from __future__ import annotations
 
 import hashlib

@@ -1,6 +1,7 @@
 """Run one stage of one cell in this process: what ``python -m seqmix <stage>`` does locally and what a
 cluster job does inside SLURM (``seqmix.dispatch.StageJob``). Both the CLI and dispatch call it, so it sits
 below both (the CLI used to own it and dispatch imported the CLI back: a circle)."""
+
 from __future__ import annotations
 
 import logging
@@ -31,8 +32,9 @@ def startup_s() -> float | None:
 
 def setup(threads: int) -> None:
     """Logging to stderr, torch's thread count, and the start-up time stamp."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
-                        stream=sys.stderr, force=True)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr, force=True
+    )
     for noisy in ("alembic", "mlflow", "urllib3", "matplotlib", "PIL"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     import torch
@@ -57,7 +59,12 @@ def run_cell_stage(stage: str, run_path: str, out_path: str, threads: int) -> No
     startup = process_age_s()
     fn = {"train": stages.train_cell, "evaluate": stages.evaluate_cell, "diagnose": stages.diagnose_cell}[stage]
     out = stages.timed(fn, startup, run)
-    out.update(cell=run["cell"], experiment=run["experiment"], paper=run["paper"], stage=stage,
-               world_size=distributed.world_size())
+    out.update(
+        cell=run["cell"],
+        experiment=run["experiment"],
+        paper=run["paper"],
+        stage=stage,
+        world_size=distributed.world_size(),
+    )
     if distributed.rank() == 0:
         write_json(out_path, out)

@@ -8,6 +8,7 @@ Every stage:
   claims step, see ``tracking.ingest_now``),
 - writes the cell's summary (the rule's output) last, with the job's timing.
 """
+
 from __future__ import annotations
 
 import logging
@@ -25,9 +26,17 @@ log = logging.getLogger("seqmix.stages")
 
 def _leaf_tags(run: dict, leaf: dict, rule: str) -> dict:
     cfg = leaf["config"]
-    return tracking.run_tags(rule=rule, paper=run["paper"], experiment=run["experiment"], cell=run["cell"],
-                             variant=cfg["variant"], point=cfg["point"], seed=cfg["seed"], scale=run["scale"],
-                             config_hash=leaf["hash"])
+    return tracking.run_tags(
+        rule=rule,
+        paper=run["paper"],
+        experiment=run["experiment"],
+        cell=run["cell"],
+        variant=cfg["variant"],
+        point=cfg["point"],
+        seed=cfg["seed"],
+        scale=run["scale"],
+        config_hash=leaf["hash"],
+    )
 
 
 def _runtime(run: dict):
@@ -58,16 +67,20 @@ def train_cell(run: dict) -> dict:
         tags = dict(_leaf_tags(run, leaf, "train"), device=rt.device)
         params = tracking.flatten({k: v for k, v in cfg.items() if k in ("task", "model", "train", "eval")})
         params.update(seed=cfg["seed"], variant=cfg["variant"], point=cfg["point"])
-        live = tracking.LiveRun(uri, run["paper"], f"train/{leaf['id']}", tags, params, leaf["hash"] + ".train") \
-            if tracking.is_live(uri) and distributed.rank() == 0 else None
+        live = (
+            tracking.LiveRun(uri, run["paper"], f"train/{leaf['id']}", tags, params, leaf["hash"] + ".train")
+            if tracking.is_live(uri) and distributed.rank() == 0
+            else None
+        )
 
         def on_backend(report: dict, tags=tags, live=live) -> None:  # after the first step
             tags["backend"] = ",".join(sorted(set(report.values())))
             if live:
                 live.set_tags({"backend": tags["backend"]})
 
-        result = loop.train(cfg, out, leaf["hash"], on_log=live.log if live else None, runtime=rt,
-                            on_backend=on_backend)
+        result = loop.train(
+            cfg, out, leaf["hash"], on_log=live.log if live else None, runtime=rt, on_backend=on_backend
+        )
         trained_s += result["seconds"]
         tags.setdefault("backend", backend_tag_of(result))
         if distributed.rank() != 0:  # data-parallel: rank 0 alone writes the leaf's files
@@ -77,8 +90,14 @@ def train_cell(run: dict) -> dict:
         write_json(marker, done)
         summary.append(done)
         buffers.append(out / "tracking-train.jsonl")
-        log.info("[%d/%d] %s: done in %.1f s (final train loss %.3g)", i, n, leaf["id"], result["seconds"],
-                 done["final_train_loss"] or float("nan"))
+        log.info(
+            "[%d/%d] %s: done in %.1f s (final train loss %.3g)",
+            i,
+            n,
+            leaf["id"],
+            result["seconds"],
+            done["final_train_loss"] or float("nan"),
+        )
     if distributed.rank() == 0 and tracking.ingest_now(uri):
         tracking.ingest(buffers, uri, run["results"])
     log.info("seqmix-train s=%.3f", trained_s)  # the training share of this job (benchmarks/dag_timing.py)
@@ -99,14 +118,27 @@ def _finish_training_leaf(run: dict, leaf: dict, result: dict, tags: dict, param
     for name, values in diag.items():  # in-training evaluation (training loop, ``eval.every``)
         if name != "step":
             metrics[f"diag/{name}"] = [(s, v) for s, v in zip(diag["step"], values) if math.isfinite(v)]
-    rec = tracking.buffer_record(key=leaf["hash"] + ".train", experiment=run["paper"], run_name=f"train/{leaf['id']}",
-                                 tags=tags, params=params, metrics=metrics)
+    rec = tracking.buffer_record(
+        key=leaf["hash"] + ".train",
+        experiment=run["paper"],
+        run_name=f"train/{leaf['id']}",
+        tags=tags,
+        params=params,
+        metrics=metrics,
+    )
     tracking.write_buffer(out / "tracking-train.jsonl", [rec])
     if live:
         live.end(rec["fingerprint"])
-    return {"id": leaf["id"], "hash": leaf["hash"], "steps": result["steps"], "resumed_from": result["resumed_from"],
-            "seconds": result["seconds"], "final_train_loss": hist["train_loss"][-1] if hist["train_loss"] else None,
-            "diagnostics_seconds": result["diagnostics"]["seconds"], "backend": tags["backend"]}
+    return {
+        "id": leaf["id"],
+        "hash": leaf["hash"],
+        "steps": result["steps"],
+        "resumed_from": result["resumed_from"],
+        "seconds": result["seconds"],
+        "final_train_loss": hist["train_loss"][-1] if hist["train_loss"] else None,
+        "diagnostics_seconds": result["diagnostics"]["seconds"],
+        "backend": tags["backend"],
+    }
 
 
 def evaluate_cell(run: dict) -> dict:
@@ -120,21 +152,37 @@ def evaluate_cell(run: dict) -> dict:
         marker = leaf_marker(out, "evaluate")
         if not _done(marker, leaf["hash"]):
             if not _done(leaf_marker(out, "train"), leaf["hash"]):
-                raise RuntimeError(f"{leaf['id']}: not trained for this config (no matching {leaf_marker(out, 'train')})")
+                raise RuntimeError(
+                    f"{leaf['id']}: not trained for this config (no matching {leaf_marker(out, 'train')})"
+                )
             task, model = load_trained(cfg, out, rt)
             metrics = task.evaluate(model)
-            rec = tracking.buffer_record(key=leaf["hash"] + ".evaluate", experiment=run["paper"],
-                                         run_name=f"evaluate/{leaf['id']}", tags=_leaf_tags(run, leaf, "evaluate"),
-                                         params={}, metrics={k: [(0, v)] for k, v in metrics.items()},
-                                         parent_key=leaf["hash"] + ".train")
+            rec = tracking.buffer_record(
+                key=leaf["hash"] + ".evaluate",
+                experiment=run["paper"],
+                run_name=f"evaluate/{leaf['id']}",
+                tags=_leaf_tags(run, leaf, "evaluate"),
+                params={},
+                metrics={k: [(0, v)] for k, v in metrics.items()},
+                parent_key=leaf["hash"] + ".train",
+            )
             tracking.write_buffer(out / "tracking-evaluate.jsonl", [rec])
             write_json(marker, {"id": leaf["id"], "hash": leaf["hash"], "metrics": metrics})
             log.info("%s: %s", leaf["id"], ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()))
         buffers.append(out / "tracking-evaluate.jsonl")
         m = read_json(marker)
         cfg = leaf["config"]
-        summary.append({"id": leaf["id"], "hash": leaf["hash"], "variant": cfg["variant"], "point": cfg["point"],
-                        "sweep_value": cfg.get("sweep_value"), "seed": cfg["seed"], **m["metrics"]})
+        summary.append(
+            {
+                "id": leaf["id"],
+                "hash": leaf["hash"],
+                "variant": cfg["variant"],
+                "point": cfg["point"],
+                "sweep_value": cfg.get("sweep_value"),
+                "seed": cfg["seed"],
+                **m["metrics"],
+            }
+        )
     if tracking.ingest_now(uri):
         tracking.ingest(buffers, uri, run["results"])
     return {"leaves": summary}
@@ -170,20 +218,44 @@ def diagnose_cell(run: dict) -> dict:
             t0 = time.perf_counter()
             result = diagnose(task, model, int(cfg["seed"]))
             write_csv(out / "diagnose.csv", result["rows"])
-            rec = tracking.buffer_record(key=leaf["hash"] + ".diagnose", experiment=run["paper"],
-                                         run_name=f"diagnose/{leaf['id']}", tags=_leaf_tags(run, leaf, "diagnose"),
-                                         params=tracking.flatten({k: v for k, v in cfg.items() if k in ("task", "model")}),
-                                         metrics=result["metrics"], parent_key=(leaf["hash"] + ".train") if trained else None)
+            rec = tracking.buffer_record(
+                key=leaf["hash"] + ".diagnose",
+                experiment=run["paper"],
+                run_name=f"diagnose/{leaf['id']}",
+                tags=_leaf_tags(run, leaf, "diagnose"),
+                params=tracking.flatten({k: v for k, v in cfg.items() if k in ("task", "model")}),
+                metrics=result["metrics"],
+                parent_key=(leaf["hash"] + ".train") if trained else None,
+            )
             tracking.write_buffer(out / "tracking-diagnose.jsonl", [rec])
-            write_json(marker, {"id": leaf["id"], "hash": leaf["hash"], "trained": trained, "rows": len(result["rows"]),
-                                "seconds": round(time.perf_counter() - t0, 3)})
-            log.info("%s: %d diagnostic rows in %.1f s (%s model)", leaf["id"], len(result["rows"]),
-                     time.perf_counter() - t0, "trained" if trained else "initial")
+            write_json(
+                marker,
+                {
+                    "id": leaf["id"],
+                    "hash": leaf["hash"],
+                    "trained": trained,
+                    "rows": len(result["rows"]),
+                    "seconds": round(time.perf_counter() - t0, 3),
+                },
+            )
+            log.info(
+                "%s: %d diagnostic rows in %.1f s (%s model)",
+                leaf["id"],
+                len(result["rows"]),
+                time.perf_counter() - t0,
+                "trained" if trained else "initial",
+            )
         buffers.append(out / "tracking-diagnose.jsonl")
         leaf_rows = pd.read_csv(out / "diagnose.csv").to_dict("records")
-        key = {"id": leaf["id"], "hash": leaf["hash"], "variant": cfg["variant"], "point": cfg["point"],
-               "sweep_value": cfg.get("sweep_value"), "seed": cfg["seed"],
-               "model": (cfg.get("model", {}).get("mixer") or {}).get("name", cfg.get("model", {}).get("name"))}
+        key = {
+            "id": leaf["id"],
+            "hash": leaf["hash"],
+            "variant": cfg["variant"],
+            "point": cfg["point"],
+            "sweep_value": cfg.get("sweep_value"),
+            "seed": cfg["seed"],
+            "model": (cfg.get("model", {}).get("mixer") or {}).get("name", cfg.get("model", {}).get("name")),
+        }
         rows.extend({**key, **r} for r in leaf_rows)
         summary.append({**key, **read_json(marker)})
     if tracking.ingest_now(uri):

@@ -6,12 +6,14 @@ Files under results/ are the source of truth; MLflow mirrors them.
   database is corrupted by parallel first writers. So ``init_store`` creates the database and the
   experiments once (the ``mlflow_init`` rule), no rule takes the database as an input, and each job
   writes a ``tracking-<stage>.jsonl`` buffer per leaf; the paper's claims step replays all of them
-  (``paper_buffers``) in one ``ingest`` under an exclusive file lock. Ingestion is idempotent: a run is keyed by its leaf config hash and stage, and a buffer whose
+  (``paper_buffers``) in one ``ingest`` under an exclusive file lock. Ingestion is idempotent: a run is keyed
+  by its leaf config hash and stage, and a buffer whose
   fingerprint is already in MLflow is skipped, so a replay (``mlflow_sync``) never duplicates a run.
 - http(s) URI (an ``mlflow server``): ``LiveRun`` logs as the job goes; the buffer is still written
   so that ``mlflow_sync`` can replay a job that ran while the server was down.
 - A tracking failure never fails the job: it is logged, and the leaf keeps its buffer for a later sync.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -21,8 +23,9 @@ import json
 import logging
 import os
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from .io import write_text
 
@@ -34,10 +37,11 @@ FINGERPRINT_TAG = "seqmix.fingerprint"
 
 # ----------------------------------------------------------------------------- URIs
 
+
 def resolve_uri(uri: str, root: str | Path = ".") -> str:
     """Make a relative sqlite path absolute (relative to the workflow root)."""
     if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
-        return "sqlite:///" + str((Path(root) / uri[len("sqlite:///"):]).resolve())
+        return "sqlite:///" + str((Path(root) / uri[len("sqlite:///") :]).resolve())
     return uri
 
 
@@ -46,7 +50,7 @@ def is_live(uri: str) -> bool:
 
 
 def _sqlite_path(uri: str) -> Path | None:
-    return Path(uri[len("sqlite:///"):]) if uri.startswith("sqlite:///") else None
+    return Path(uri[len("sqlite:///") :]) if uri.startswith("sqlite:///") else None
 
 
 def lock_path(uri: str, results: str | Path) -> Path:
@@ -65,7 +69,7 @@ def exclusive(path: Path, timeout_s: float = 600.0) -> Iterator[None]:
                 break
             except BlockingIOError:
                 if time.monotonic() - t0 > timeout_s:
-                    raise TimeoutError(f"could not lock {path} within {timeout_s} s")
+                    raise TimeoutError(f"could not lock {path} within {timeout_s} s") from None
                 time.sleep(0.05)
         try:
             yield
@@ -115,14 +119,29 @@ def init_store(uri: str, experiments: Iterable[str], results: str | Path) -> dic
 
 # ----------------------------------------------------------------------------- the buffer
 
-def buffer_record(*, key: str, experiment: str, run_name: str, tags: dict, params: dict,
-                  metrics: dict[str, list[tuple[int, float]]], parent_key: str | None = None,
-                  artifacts: list[str] | None = None) -> dict:
+
+def buffer_record(
+    *,
+    key: str,
+    experiment: str,
+    run_name: str,
+    tags: dict,
+    params: dict,
+    metrics: dict[str, list[tuple[int, float]]],
+    parent_key: str | None = None,
+    artifacts: list[str] | None = None,
+) -> dict:
     """One run, as written to ``tracking.jsonl``. ``metrics`` maps name -> [(step, value), ...]."""
-    rec = {"key": key, "experiment": experiment, "run_name": run_name, "tags": {k: str(v) for k, v in tags.items()},
-           "params": {k: _param(v) for k, v in params.items()},
-           "metrics": {k: [[int(s), float(v)] for s, v in series] for k, series in metrics.items()},
-           "parent_key": parent_key, "artifacts": list(artifacts or [])}
+    rec = {
+        "key": key,
+        "experiment": experiment,
+        "run_name": run_name,
+        "tags": {k: str(v) for k, v in tags.items()},
+        "params": {k: _param(v) for k, v in params.items()},
+        "metrics": {k: [[int(s), float(v)] for s, v in series] for k, series in metrics.items()},
+        "parent_key": parent_key,
+        "artifacts": list(artifacts or []),
+    }
     rec["fingerprint"] = hashlib.sha256(json.dumps(rec, sort_keys=True).encode()).hexdigest()[:16]
     return rec
 
@@ -154,6 +173,7 @@ def flatten(d: dict, prefix: str = "") -> dict:
 
 # ----------------------------------------------------------------------------- ingestion
 
+
 def _find_run(client, experiment_id: str, key: str):
     runs = client.search_runs([experiment_id], filter_string=f"tags.`{KEY_TAG}` = '{key}'", max_results=10)
     return runs
@@ -161,7 +181,7 @@ def _find_run(client, experiment_id: str, key: str):
 
 def ingest_records(records: list[dict], uri: str, results: str | Path) -> dict[str, int]:
     """Replay buffered runs into MLflow under the lock. Returns counts {created, skipped, replaced}."""
-    from mlflow.entities import Metric, Param, RunTag
+    from mlflow.entities import Metric, Param
 
     counts = {"created": 0, "skipped": 0, "replaced": 0}
     if not records:
@@ -173,8 +193,11 @@ def ingest_records(records: list[dict], uri: str, results: str | Path) -> dict[s
             name = rec["experiment"]
             if name not in exp_ids:
                 exp = client.get_experiment_by_name(name)
-                exp_ids[name] = exp.experiment_id if exp else client.create_experiment(
-                    name, artifact_location=(artifact_root(results) / name).as_uri())
+                exp_ids[name] = (
+                    exp.experiment_id
+                    if exp
+                    else client.create_experiment(name, artifact_location=(artifact_root(results) / name).as_uri())
+                )
             eid = exp_ids[name]
             existing = _find_run(client, eid, rec["key"])
             if any(r.data.tags.get(FINGERPRINT_TAG) == rec["fingerprint"] for r in existing):
@@ -192,11 +215,11 @@ def ingest_records(records: list[dict], uri: str, results: str | Path) -> dict[s
             rid = run.info.run_id
             params = [Param(k, v) for k, v in rec["params"].items()]
             for i in range(0, len(params), 100):
-                client.log_batch(rid, params=params[i:i + 100])
+                client.log_batch(rid, params=params[i : i + 100])
             now = int(time.time() * 1000)
             metrics = [Metric(k, v, now, s) for k, series in rec["metrics"].items() for s, v in series]
             for i in range(0, len(metrics), 1000):
-                client.log_batch(rid, metrics=metrics[i:i + 1000])
+                client.log_batch(rid, metrics=metrics[i : i + 1000])
             for a in rec.get("artifacts", []):
                 if Path(a).exists():
                     client.log_artifact(rid, a)
@@ -210,8 +233,8 @@ STAGE_ORDER = ("train", "evaluate", "diagnose")  # parents (train runs) are inge
 
 def paper_buffers(results: str | Path, paper: str) -> list[Path]:
     """Every stage buffer of a paper (``tracking-<stage>.jsonl`` under results/<paper>), train ones first."""
-    found = [p for p in Path(results, paper).rglob("tracking-*.jsonl") if p.stem[len("tracking-"):] in STAGE_ORDER]
-    return sorted(found, key=lambda p: (STAGE_ORDER.index(p.stem[len("tracking-"):]), str(p)))
+    found = [p for p in Path(results, paper).rglob("tracking-*.jsonl") if p.stem[len("tracking-") :] in STAGE_ORDER]
+    return sorted(found, key=lambda p: (STAGE_ORDER.index(p.stem[len("tracking-") :]), str(p)))
 
 
 def ingest_now(uri: str) -> bool:
@@ -236,8 +259,9 @@ def ingest(buffers: Iterable[str | Path], uri: str, results: str | Path) -> dict
         log.info("mlflow: %s; seqmix-ingest s=%.3f", counts, time.perf_counter() - t0)
         return counts
     except Exception as e:  # noqa: BLE001 — an outage must not fail the job
-        log.warning("mlflow ingestion failed (%s: %s); the files are kept, run the mlflow_sync rule later",
-                    type(e).__name__, e)
+        log.warning(
+            "mlflow ingestion failed (%s: %s); the files are kept, run the mlflow_sync rule later", type(e).__name__, e
+        )
         return None
 
 
@@ -259,7 +283,7 @@ class LiveRun:
             self.run_id = self.client.create_run(eid, run_name=run_name, tags=tags).info.run_id
             ps = [Param(k, _param(v)) for k, v in params.items()]
             for i in range(0, len(ps), 100):
-                self.client.log_batch(self.run_id, params=ps[i:i + 100])
+                self.client.log_batch(self.run_id, params=ps[i : i + 100])
         except Exception as e:  # noqa: BLE001
             log.warning("mlflow server unreachable (%s); logging to files only", e)
             self.client = None
@@ -313,8 +337,12 @@ def git_sha() -> str:
         import subprocess
 
         try:
-            _GIT_SHA = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                                      timeout=5, check=True).stdout.strip() or "unknown"
+            _GIT_SHA = (
+                subprocess.run(
+                    ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
+                ).stdout.strip()
+                or "unknown"
+            )
         except Exception:  # noqa: BLE001
             _GIT_SHA = "unknown"
     return _GIT_SHA

@@ -5,6 +5,7 @@
 - Otherwise: skipped, with how to enable them. With SEQMIX_REQUIRE_SLURM=1 (what .ci/run sets) a
   missing SLURM is a failure, not a skip.
 """
+
 from __future__ import annotations
 
 import copy
@@ -20,8 +21,10 @@ import pytest
 from conftest import ROOT, copy_workflow  # noqa: F401  (re-exported to the cluster tests)
 
 SCRIPT = ROOT / "scripts" / "slurm-local.sh"
-HOW = ("SLURM is not available: install it once with `sudo scripts/slurm-local.sh install` "
-       "(Debian/Ubuntu, root), then `make test` starts it; SEQMIX_REQUIRE_SLURM=1 makes this a failure")
+HOW = (
+    "SLURM is not available: install it once with `sudo scripts/slurm-local.sh install` "
+    "(Debian/Ubuntu, root), then `make test` starts it; SEQMIX_REQUIRE_SLURM=1 makes this a failure"
+)
 
 
 def _sinfo_ok() -> bool:
@@ -49,8 +52,18 @@ def slurm():
         subprocess.run(["bash", str(SCRIPT), "down"], capture_output=True, timeout=120)
 
 
-def leaf_run_config(results: Path, *, k: int = 2, heads=(1, 2), steps: int = 600, checkpoint_every: int = 300,
-                    batch: int = 32, n: int = 16, uri: str = "none", task_extra: dict | None = None) -> dict:
+def leaf_run_config(
+    results: Path,
+    *,
+    k: int = 2,
+    heads=(1, 2),
+    steps: int = 600,
+    checkpoint_every: int = 300,
+    batch: int = 32,
+    n: int = 16,
+    uri: str = "none",
+    task_extra: dict | None = None,
+) -> dict:
     """A cell run-config of the heads Exp. I with the given leaves (one per H), seed 0."""
     from seqmix.config import cell_run_config, expand_cells, load_yaml
 
@@ -66,9 +79,15 @@ def leaf_run_config(results: Path, *, k: int = 2, heads=(1, 2), steps: int = 600
 
 
 def dispatch_settings(folder: Path, cluster: str = "slurm", **over) -> dict:
-    d = {"mode": "submitit", "cluster": cluster, "folder": str(folder), "poll_s": 0.5, "max_requeues": 3,
-         "rules": ["train", "evaluate", "diagnose"],
-         "resources": {"default": {"timeout_min": 10, "mem_gb": 1, "cpus_per_task": 1}}}
+    d = {
+        "mode": "submitit",
+        "cluster": cluster,
+        "folder": str(folder),
+        "poll_s": 0.5,
+        "max_requeues": 3,
+        "rules": ["train", "evaluate", "diagnose"],
+        "resources": {"default": {"timeout_min": 10, "mem_gb": 1, "cpus_per_task": 1}},
+    }
     d.update(over)
     return d
 

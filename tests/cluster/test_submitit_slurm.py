@@ -1,11 +1,11 @@
 """Heavy steps through submitit on a real SLURM: same numbers as local, job ids as MLflow tags, failures
 and cancellations fail the rule (never hang), scancel + re-run and scontrol requeue both resume."""
+
 from __future__ import annotations
 
 import json
 import os
 import re
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -23,8 +23,9 @@ pytestmark = [pytest.mark.cluster, pytest.mark.timeout(420)]
 
 def snakemake(work: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=work, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", *args], cwd=work, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 TARGET = "results/heads/exp1/summary.csv"
@@ -50,9 +51,11 @@ def test_submitit_dag_matches_local_and_tags_job_ids(slurm, local_dag, tmp_path)
     log = (work / "results/heads/logs/train/exp1.k2-0.log").read_text()
     job = re.search(r"submitted train to slurm: job (\d+)", log).group(1)
     con = sqlite3.connect(work / "results" / "mlflow.db")
-    tags = con.execute("select r.run_uuid, t.value from runs r join tags t on t.run_uuid = r.run_uuid "
-                       "join tags t2 on t2.run_uuid = r.run_uuid where t.key = 'slurm_job_id' and t2.key = 'rule' "
-                       "and t2.value = 'train'").fetchall()
+    tags = con.execute(
+        "select r.run_uuid, t.value from runs r join tags t on t.run_uuid = r.run_uuid "
+        "join tags t2 on t2.run_uuid = r.run_uuid where t.key = 'slurm_job_id' and t2.key = 'rule' "
+        "and t2.value = 'train'"
+    ).fetchall()
     assert len(tags) == 2 and {v for _, v in tags} == {job}, tags
 
 
@@ -76,7 +79,9 @@ def _wait_for_checkpoint(out_dir: Path, proc, min_step: int = 1000, timeout: flo
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:
         if proc.poll() is not None:
-            pytest.fail(f"the step ended (rc {proc.returncode}) before it could be interrupted:\n{proc.stderr.read()[-3000:]}")
+            pytest.fail(
+                f"the step ended (rc {proc.returncode}) before it could be interrupted:\n{proc.stderr.read()[-3000:]}"
+            )
         if ckpt.exists():
             try:
                 step = int(torch.load(ckpt, weights_only=True)["step"])
@@ -110,8 +115,12 @@ def _reference(tmp_path: Path, run: dict) -> dict:
         leaf["out_dir"] = str(tmp_path / "ref" / "leaf")
     rp = write(tmp_path / "ref.json", ref)
     for stage in ("train", "evaluate"):
-        subprocess.run(seqmix_cmd(stage, "--run", str(rp), "--out", str(tmp_path / f"ref.{stage}.json")), check=True,
-                       capture_output=True, timeout=300)
+        subprocess.run(
+            seqmix_cmd(stage, "--run", str(rp), "--out", str(tmp_path / f"ref.{stage}.json")),
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
     return ref
 
 
@@ -145,8 +154,12 @@ def test_scancel_fails_the_step_then_rerun_resumes(slurm, tmp_path, submitit_fol
     assert r.returncode == 0, r.stderr[-3000:]
     assert re.search(r"resumed from step (\d+)", r.stderr), r.stderr[-3000:]
     assert int(re.search(r"resumed from step (\d+)", r.stderr).group(1)) >= step
-    subprocess.run(seqmix_cmd("evaluate", "--run", str(run_path), "--out", str(tmp_path / "cell.eval.json")), check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        seqmix_cmd("evaluate", "--run", str(run_path), "--out", str(tmp_path / "cell.eval.json")),
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     _assert_same_as_reference(run, _reference(tmp_path, run))
 
 
@@ -154,15 +167,20 @@ def test_scontrol_requeue_resumes_by_itself(slurm, tmp_path, submitit_folder):
     run_path, run = _long_run(tmp_path)
     disp = write(tmp_path / "dispatch.json", dispatch_settings(submitit_folder))
     out = tmp_path / "cell.train.json"
-    proc = subprocess.Popen(seqmix_cmd("train", "--run", str(run_path), "--out", str(out), "--dispatch", str(disp)),
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        seqmix_cmd("train", "--run", str(run_path), "--out", str(out), "--dispatch", str(disp)),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     _wait_for_checkpoint(Path(run["leaves"][0]["out_dir"]), proc)
     jobs = _job_ids(submitit_folder)
     assert len(jobs) == 1, jobs
     subprocess.run(["scontrol", "requeue", *jobs], check=True)
     # SLURM holds a requeued batch job back for about two minutes; let it start again at once
     for _ in range(100):
-        state = subprocess.run(["squeue", "-h", "-j", jobs[0], "-o", "%T"], capture_output=True, text=True).stdout.strip()
+        state = subprocess.run(
+            ["squeue", "-h", "-j", jobs[0], "-o", "%T"], capture_output=True, text=True
+        ).stdout.strip()
         if state == "PENDING":
             subprocess.run(["scontrol", "update", f"JobId={jobs[0]}", "StartTime=now"], capture_output=True)
             break
@@ -170,8 +188,12 @@ def test_scontrol_requeue_resumes_by_itself(slurm, tmp_path, submitit_folder):
     _, err = proc.communicate(timeout=360)
     assert proc.returncode == 0, err[-3000:]
     assert re.search(r"resumed from step \d+", err), err[-3000:]
-    subprocess.run(seqmix_cmd("evaluate", "--run", str(run_path), "--out", str(tmp_path / "cell.eval.json")), check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        seqmix_cmd("evaluate", "--run", str(run_path), "--out", str(tmp_path / "cell.eval.json")),
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     _assert_same_as_reference(run, _reference(tmp_path, run))
 
 
@@ -180,8 +202,12 @@ def test_failing_step_fails_with_error_and_log_path(slurm, tmp_path, submitit_fo
     run["leaves"][0]["config"]["train"]["optimizer"] = "no-such-optimizer"  # raises inside the job
     run_path = write(tmp_path / "run.json", run)
     disp = write(tmp_path / "dispatch.json", dispatch_settings(submitit_folder))
-    r = subprocess.run(seqmix_cmd("train", "--run", str(run_path), "--out", str(tmp_path / "o.json"), "--dispatch", str(disp)),
-                       capture_output=True, text=True, timeout=180)
+    r = subprocess.run(
+        seqmix_cmd("train", "--run", str(run_path), "--out", str(tmp_path / "o.json"), "--dispatch", str(disp)),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert r.returncode != 0
     assert "unknown optimizer 'no-such-optimizer'" in r.stderr
     assert re.search(r"logs: \S+_log\.out \S+_log\.err", r.stderr), r.stderr[-2000:]

@@ -3,6 +3,7 @@ in a copy of the workflow, its package, with the schema of its `analysis:` block
 PYTHONPATH) enters the DAG with no other file changed; run for real, editing one claim re-runs only the
 claims step and editing one artefact's analysis slice re-runs only that artefact (and what reads its
 outputs: the claims and the report index)."""
+
 from __future__ import annotations
 
 import os
@@ -107,8 +108,10 @@ def toy(tmp_path, monkeypatch):
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text(textwrap.dedent(TOY_PACKAGE))
     (pkg / "analysis.schema.yaml").write_text(TOY_ANALYSIS_SCHEMA)  # the types of its settings, with its code
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path / "overlay"), str(ROOT / "src"),
-                                                                   os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv(
+        "PYTHONPATH",
+        os.pathsep.join(filter(None, [str(tmp_path / "overlay"), str(ROOT / "src"), os.environ.get("PYTHONPATH")])),
+    )
     return work
 
 
@@ -148,8 +151,13 @@ def test_claim_edit_reruns_claims_only_and_slice_edit_reruns_its_artefact(toy):
     cfg.write_text(TOY_YAML.replace("scale_by: 2.0", "scale_by: 3.0"))
     r = snakemake_local(toy, "-n", "--config", "papers=[toy]", timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert job_counts(r.stdout + r.stderr) == {"artefact_run_config": 1, "toy_plot": 1, "claims": 1,
-                                               "report_index": 1, "all": 1}
+    assert job_counts(r.stdout + r.stderr) == {
+        "artefact_run_config": 1,
+        "toy_plot": 1,
+        "claims": 1,
+        "report_index": 1,
+        "all": 1,
+    }
     assert "artefacts/plot.json" in r.stdout + r.stderr
 
     cfg.write_text(TOY_YAML)

@@ -1,6 +1,7 @@
 """The tiny heads DAG in a temporary directory, run once per test session and shared by the tests:
 outputs, closed-form claims, MLflow runs/tags/metric counts, a no-op second run, a hyperparameter
 change that re-runs only the cells it touches, and an artefact setting that re-runs only that artefact."""
+
 from __future__ import annotations
 
 import json
@@ -39,10 +40,21 @@ def leaves(work: Path) -> list[dict]:
 
 def test_outputs_exist(dag):
     r = dag["dir"] / "results"
-    for rel in ("heads/tables/table1.md", "heads/tables/table1.tex", "heads/tables/table1.csv",
-                "heads/figures/figure3_left.png", "heads/figures/figure3_left.pdf", "heads/claims.md",
-                "heads/claims.csv", "heads/exp1/summary.csv", "heads/theory/summary.csv", "report.md",
-                "heads/exp2/summary.csv", "heads/theory_checks/summary.csv", "heads/spectrum/summary.csv"):
+    for rel in (
+        "heads/tables/table1.md",
+        "heads/tables/table1.tex",
+        "heads/tables/table1.csv",
+        "heads/figures/figure3_left.png",
+        "heads/figures/figure3_left.pdf",
+        "heads/claims.md",
+        "heads/claims.csv",
+        "heads/exp1/summary.csv",
+        "heads/theory/summary.csv",
+        "report.md",
+        "heads/exp2/summary.csv",
+        "heads/theory_checks/summary.csv",
+        "heads/spectrum/summary.csv",
+    ):
         assert (r / rel).stat().st_size > 0, rel
     summary = pd.read_csv(r / "heads" / "exp1" / "summary.csv")
     assert len(summary) == len(leaves(dag["dir"])) == 3 * 9 * 2
@@ -126,8 +138,18 @@ def test_closed_form_claims_hold(dag):
     assert set(claims["verdict"]) <= {"holds", "differs", "not expected at this scale", "not run"}
     assert "not run" not in set(claims["verdict"]), claims[claims["verdict"] == "not run"].to_string()
     # every artefact of the paper has claims; the T1-T6 theory checks are closed-form identities
-    for prefix in ("theory-", "exp1-", "fig3r-", "exp2-", "check-T1", "check-T2", "check-T3", "check-T4", "check-T5",
-                   "check-T6"):
+    for prefix in (
+        "theory-",
+        "exp1-",
+        "fig3r-",
+        "exp2-",
+        "check-T1",
+        "check-T2",
+        "check-T3",
+        "check-T4",
+        "check-T5",
+        "check-T6",
+    ):
         assert claims["id"].str.startswith(prefix).any(), prefix
     checks = claims[claims["id"].str.startswith("check-T") & (claims["source"] == "closed-form")]
     assert len(checks) >= 19 and (checks["verdict"] == "holds").all(), checks[checks["verdict"] != "holds"]
@@ -143,7 +165,9 @@ def _runs(con, rule: str) -> dict[str, str]:
     rows = con.execute(
         "select r.run_uuid, t2.value from runs r join tags t on t.run_uuid = r.run_uuid and t.key = 'rule' "
         "join tags t2 on t2.run_uuid = r.run_uuid and t2.key = 'config_hash' "
-        "where t.value = ? and r.lifecycle_stage = 'active'", (rule,)).fetchall()
+        "where t.value = ? and r.lifecycle_stage = 'active'",
+        (rule,),
+    ).fetchall()
     return {h: u for u, h in rows}
 
 
@@ -153,8 +177,20 @@ def test_mlflow_one_run_per_leaf_with_tags(dag):
     ls = leaves(work)
     train = _runs(con, "train")
     assert sorted(train) == sorted(l["hash"] for l in ls), "one training run per leaf"
-    required = {"rule", "paper", "experiment", "cell", "variant", "point", "seed", "scale", "git_sha",
-                "config_hash", "backend", "slurm_job_id"}
+    required = {
+        "rule",
+        "paper",
+        "experiment",
+        "cell",
+        "variant",
+        "point",
+        "seed",
+        "scale",
+        "git_sha",
+        "config_hash",
+        "backend",
+        "slurm_job_id",
+    }
     for run in train.values():
         tags = dict(con.execute("select key, value from tags where run_uuid = ?", (run,)).fetchall())
         assert required <= set(tags), required - set(tags)
@@ -162,10 +198,14 @@ def test_mlflow_one_run_per_leaf_with_tags(dag):
     evaluate = _runs(con, "evaluate")
     assert sorted(evaluate) == sorted(train)
     for h, run in evaluate.items():
-        parent = con.execute("select value from tags where run_uuid = ? and key = 'mlflow.parentRunId'", (run,)).fetchone()
+        parent = con.execute(
+            "select value from tags where run_uuid = ? and key = 'mlflow.parentRunId'", (run,)
+        ).fetchone()
         assert parent and parent[0] == train[h], "evaluation run points to its training run"
-    exp = con.execute("select name from experiments where experiment_id = (select experiment_id from runs where run_uuid = ?)",
-                      (next(iter(train.values())),)).fetchone()[0]
+    exp = con.execute(
+        "select name from experiments where experiment_id = (select experiment_id from runs where run_uuid = ?)",
+        (next(iter(train.values())),),
+    ).fetchone()[0]
     assert exp == "heads"
 
 
@@ -187,9 +227,24 @@ def test_mlflow_metric_counts_equal_files(dag):
 def test_mlflow_sync_replay_is_idempotent(dag):
     work = dag["dir"]
     before = _db(work).execute("select count(*) from runs").fetchone()[0]
-    r = subprocess.run([sys.executable, "-m", "seqmix", "mlflow-sync", "--uri", "sqlite:///results/mlflow.db",
-                        "--results", "results", "--out", "results/.mlflow/sync-test.json"],
-                       cwd=work, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "seqmix",
+            "mlflow-sync",
+            "--uri",
+            "sqlite:///results/mlflow.db",
+            "--results",
+            "results",
+            "--out",
+            "results/.mlflow/sync-test.json",
+        ],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     counts = json.loads((work / "results" / ".mlflow" / "sync-test.json").read_text())
     assert counts["created"] == 0 and counts["skipped"] == counts["buffers"]
@@ -226,21 +281,28 @@ def test_hyperparameter_change_reruns_only_its_cells(dag):
     paper = work / "config" / "papers" / "heads.yaml"
     text = paper.read_text()
     assert "      k4:\n        task:\n          k: 4\n" in text
-    paper.write_text(text.replace("      k4:\n        task:\n          k: 4\n",
-                                  "      k4:\n        task:\n          k: 4\n        train:\n          lr: 0.02\n"))
+    paper.write_text(
+        text.replace(
+            "      k4:\n        task:\n          k: 4\n",
+            "      k4:\n        task:\n          k: 4\n        train:\n          lr: 0.02\n",
+        )
+    )
     try:
         dry = smk(work, "-n")
         assert dry.returncode == 0, dry.stderr[-3000:]
         out = dry.stdout + dry.stderr
         trained = set(re.findall(r"rule train:\n(?:.*\n)*?\s+wildcards: paper=heads, experiment=exp1, cell=(\S+)", out))
         assert trained == {"k4-0"}, trained
-        before = {c: (work / "results/heads/exp1/cells" / f"{c}.train.json").stat().st_mtime_ns for c in ("k2-0", "k8-0")}
+        before = {
+            c: (work / "results/heads/exp1/cells" / f"{c}.train.json").stat().st_mtime_ns for c in ("k2-0", "k8-0")
+        }
         run = smk(work)
         assert run.returncode == 0, run.stderr[-3000:]
-        after = {c: (work / "results/heads/exp1/cells" / f"{c}.train.json").stat().st_mtime_ns for c in ("k2-0", "k8-0")}
+        after = {
+            c: (work / "results/heads/exp1/cells" / f"{c}.train.json").stat().st_mtime_ns for c in ("k2-0", "k8-0")
+        }
         assert before == after, "cells that do not use the changed hyperparameter were re-run"
         k4 = json.loads((work / "results/heads/run/exp1.k4-0.json").read_text())
         assert all(l["config"]["train"]["lr"] == 0.02 for l in k4["leaves"])
     finally:
         paper.write_text(text)
-

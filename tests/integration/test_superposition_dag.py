@@ -1,6 +1,7 @@
 """The tiny frontier-superposition DAG in a temporary directory, run once per test session: every table,
 figure and claims file exists, the closed-form claims hold, the figures' CSVs are read from the logged
 per-epoch diagnostics, and a second run is a no-op."""
+
 from __future__ import annotations
 
 import subprocess
@@ -13,8 +14,17 @@ from conftest import copy_workflow, snakemake_local
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
-FIGURES = ["figure1", "figure2", "figure3", "figure_e3_mobius", "figure_e4_diagonalisation", "figure_e6_gradlaw",
-           "figure_e7_conjd", "figure_e8_mobius_A", "figure_e11_beta_ladder"]
+FIGURES = [
+    "figure1",
+    "figure2",
+    "figure3",
+    "figure_e3_mobius",
+    "figure_e4_diagonalisation",
+    "figure_e6_gradlaw",
+    "figure_e7_conjd",
+    "figure_e8_mobius_A",
+    "figure_e11_beta_ladder",
+]
 
 
 def smk(workdir: Path, *args: str) -> subprocess.CompletedProcess:
@@ -31,8 +41,16 @@ def sdag(tmp_path_factory):
 
 def test_outputs_exist(sdag):
     r = sdag / "results" / "superposition"
-    rels = ["claims.md", "claims.csv", "theory/summary.csv", "mobius/summary.csv", "gradlaw/summary.csv",
-            "conjd/summary.csv", "theory/bounds.csv", "ladder/summary.csv"]
+    rels = [
+        "claims.md",
+        "claims.csv",
+        "theory/summary.csv",
+        "mobius/summary.csv",
+        "gradlaw/summary.csv",
+        "conjd/summary.csv",
+        "theory/bounds.csv",
+        "ladder/summary.csv",
+    ]
     rels += [f"tables/table{i}.{ext}" for i in ("1", "2", "3", "_e11") for ext in ("md", "tex", "csv")]
     rels += [f"figures/{f}.{ext}" for f in FIGURES for ext in ("png", "pdf", "csv")]
     rels += [f"{e}/summary.csv" for e in ("e1", "e2", "e4", "e5", "e11")]
@@ -41,8 +59,17 @@ def test_outputs_exist(sdag):
     e1 = pd.read_csv(r / "e1" / "summary.csv")
     assert set(e1["variant"]) == {"sup", "node", "e2e_cos", "e2e_ce", "composite_sup"}
     assert e1.groupby("variant")["seed"].nunique().min() >= 3
-    for col in ("cos_z1", "cos_z3", "sel_front_l0", "alpha_eff_med_l0", "A_l0", "gamma_l2", "grad_norm_l0",
-                "acc_new_frontier", "r_z3"):
+    for col in (
+        "cos_z1",
+        "cos_z3",
+        "sel_front_l0",
+        "alpha_eff_med_l0",
+        "A_l0",
+        "gamma_l2",
+        "grad_norm_l0",
+        "acc_new_frontier",
+        "r_z3",
+    ):
         assert col in e1.columns, col
     assert not list((sdag / "results").rglob(".*.tmp-*"))
 

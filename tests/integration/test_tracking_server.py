@@ -1,5 +1,6 @@
 """Live logging to an `mlflow server` (http URI) and the outage path: jobs finish without the server,
 and a later sync replays their buffers once."""
+
 from __future__ import annotations
 
 import socket
@@ -11,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import ROOT
 from seqmix import stages, tracking
 from seqmix.config import cell_run_config, expand_cells, load_yaml
-
-from conftest import ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -29,10 +29,25 @@ def free_port() -> int:
 def server(tmp_path):
     port = free_port()
     mlflow = Path(sys.executable).parent / "mlflow"
-    proc = subprocess.Popen([str(mlflow), "server", "--backend-store-uri", f"sqlite:///{tmp_path / 'srv.db'}",
-                             "--default-artifact-root", (tmp_path / "art").as_uri(),
-                             "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            str(mlflow),
+            "server",
+            "--backend-store-uri",
+            f"sqlite:///{tmp_path / 'srv.db'}",
+            "--default-artifact-root",
+            (tmp_path / "art").as_uri(),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     uri = f"http://127.0.0.1:{port}"
     try:
         for _ in range(300):
@@ -56,8 +71,9 @@ def small_run(tmp_path: Path, uri: str) -> dict:
     exp["scales"]["tiny"].update(seeds=[0], sweep_values=[1, 2], cell_size=2)
     exp["scales"]["tiny"]["set"]["train"].update(steps=40, log_every=10, checkpoint_every=20)
     (exp_name, cell), leaves = next(iter(expand_cells("heads", paper, "tiny").items()))
-    return cell_run_config("heads", exp_name, cell, leaves, "tiny",
-                           {"results": str(tmp_path / "results"), "tracking": {"uri": uri}})
+    return cell_run_config(
+        "heads", exp_name, cell, leaves, "tiny", {"results": str(tmp_path / "results"), "tracking": {"uri": uri}}
+    )
 
 
 def _runs(uri: str):
@@ -111,8 +127,13 @@ def test_eight_concurrent_jobs_all_arrive(server, tmp_path):
         path = tmp_path / f"run{i}.json"
         path.write_text(json.dumps(run))
         runs.append(run)
-        procs.append(subprocess.Popen([sys.executable, "-m", "seqmix", "train", "--run", str(path),
-                                       "--out", str(tmp_path / f"cell{i}.json")], stderr=subprocess.PIPE, text=True))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "seqmix", "train", "--run", str(path), "--out", str(tmp_path / f"cell{i}.json")],
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     for p in procs:
         _, err = p.communicate(timeout=240)
         assert p.returncode == 0, err[-2000:]

@@ -2,6 +2,7 @@
 loops or dense float64 operators. They never import seqmix (in particular not seqmix.ops), so a shared bug
 cannot hide in both sides of a comparison.
 """
+
 from __future__ import annotations
 
 import math
@@ -47,7 +48,7 @@ def ssd_dense(x, dt, A, B, C, D=None):
         g = h // (H // G)
         for t in range(L):
             for s in range(t + 1):
-                decay = torch.exp(A[h].to(F64) * dt[:, s + 1:t + 1, h].to(F64).sum(1))  # (Nb,)
+                decay = torch.exp(A[h].to(F64) * dt[:, s + 1 : t + 1, h].to(F64).sum(1))  # (Nb,)
                 cb = (C[:, t, g].to(F64) * B[:, s, g].to(F64)).sum(-1)
                 y[:, t, h] += (cb * decay * dt[:, s, h].to(F64))[:, None] * x[:, s, h].to(F64)
             if D is not None:
@@ -104,7 +105,7 @@ def transported_attention(q, k, v, psi, psi_v=None, scale=None):
     """One head: logits q_i^T P_{j->i} k_j * scale over j <= i; out_i = sum_j alpha_ij P^v_{j->i} v_j
     (P^v from psi_v; identity transport when psi_v is None). q, k, v: (T, d); psi: (T, d/2)."""
     T, d = q.shape
-    scale = d ** -0.5 if scale is None else scale
+    scale = d**-0.5 if scale is None else scale
     q, k, v = q.to(F64), k.to(F64), v.to(F64)
     out = torch.zeros(T, d, dtype=F64)
     for i in range(T):

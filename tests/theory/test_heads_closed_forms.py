@@ -5,6 +5,7 @@ the Eckart-Young optimum MSE*(H), the singular values of the weighted lag unfold
 Thm 4.2's lower bound, and the exact H = k construction of §4.2. Independent oracles (a token-by-token
 recurrence, a weighted PCA written from scratch in numpy) check the library's closed forms.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,8 +15,13 @@ import pytest
 import torch
 
 from seqmix.mixers.factorized import FactorizedLinearAttention
-from seqmix.tasks.rotation_teacher import (RotationTeacher, lag_operators, probe_error, teacher_operator,
-                                           teacher_transition)
+from seqmix.tasks.rotation_teacher import (
+    RotationTeacher,
+    lag_operators,
+    probe_error,
+    teacher_operator,
+    teacher_transition,
+)
 from seqmix.theory.heads import interaction_rank, lag_unfolding, optimal_mse, singular_values
 
 torch.set_num_threads(1)
@@ -25,12 +31,16 @@ TOL = 1e-9
 
 # MSE*(H) for H = 0, 1, ..., k (H = 0 is the total target variance (n + 1) / 2; H >= k gives 0)
 OPT = {
-    32: {2: [16.5, 8.0, 0.0],
-         4: [16.5, 12.0, 7.75, 3.75, 0.0],
-         8: [16.5, 14.0, 11.625, 9.375, 7.25, 5.25, 3.375, 1.625, 0.0]},
-    16: {2: [8.5, 4.0, 0.0],
-         4: [8.5, 6.0, 3.75, 1.75, 0.0],
-         8: [8.5, 7.0, 5.625, 4.375, 3.25, 2.25, 1.375, 0.625, 0.0]},
+    32: {
+        2: [16.5, 8.0, 0.0],
+        4: [16.5, 12.0, 7.75, 3.75, 0.0],
+        8: [16.5, 14.0, 11.625, 9.375, 7.25, 5.25, 3.375, 1.625, 0.0],
+    },
+    16: {
+        2: [8.5, 4.0, 0.0],
+        4: [8.5, 6.0, 3.75, 1.75, 0.0],
+        8: [8.5, 7.0, 5.625, 4.375, 3.25, 2.25, 1.375, 0.625, 0.0],
+    },
 }
 
 
@@ -88,6 +98,7 @@ def test_teacher_transition_is_the_spec_rotation():
 
 # ----------------------------------------------------------------------------- independent oracles
 
+
 @pytest.mark.parametrize("k,n", [(2, 7), (4, 12), (8, 20)])
 def test_teacher_matches_token_by_token_recurrence(k, n):
     """h_i = A h_{i-1} + x_i, y_i = h_i (B = C = I), float64."""
@@ -118,7 +129,7 @@ def _numpy_lags(k: int, n: int) -> np.ndarray:
     A = np.zeros((k, k))
     for m in range(k // 2):
         th = (2 * m + 1) * np.pi / k
-        A[2 * m:2 * m + 2, 2 * m:2 * m + 2] = [[np.cos(th), -np.sin(th)], [np.sin(th), np.cos(th)]]
+        A[2 * m : 2 * m + 2, 2 * m : 2 * m + 2] = [[np.cos(th), -np.sin(th)], [np.sin(th), np.cos(th)]]
     return np.stack([np.linalg.matrix_power(A, t) for t in range(n)])
 
 
@@ -154,6 +165,7 @@ def test_optimum_by_weighted_pca_from_scratch():
 
 # ----------------------------------------------------------------------------- the student mixer
 
+
 def _student(k: int, n: int, heads: int, r: int | None = None, seed: int = 0) -> FactorizedLinearAttention:
     torch.manual_seed(seed)
     return FactorizedLinearAttention(k, seq_len=n, heads=heads, r=r).double()
@@ -183,10 +195,10 @@ def test_student_is_causal():
     y = m(x)
     for i in range(n - 1):
         x2 = x.clone()
-        x2[:, i + 1:] += torch.randn(2, n - i - 1, k, generator=g, dtype=torch.float64) * 10
+        x2[:, i + 1 :] += torch.randn(2, n - i - 1, k, generator=g, dtype=torch.float64) * 10
         y2 = m(x2)
-        assert torch.equal(y2[:, :i + 1], y[:, :i + 1]), i
-        assert not torch.allclose(y2[:, i + 1:], y[:, i + 1:])  # later outputs do see the change
+        assert torch.equal(y2[:, : i + 1], y[:, : i + 1]), i
+        assert not torch.allclose(y2[:, i + 1 :], y[:, i + 1 :])  # later outputs do see the change
 
 
 def _construction(k: int, n: int, H: int) -> tuple[FactorizedLinearAttention, np.ndarray]:
@@ -219,7 +231,7 @@ def _expected_error(m: FactorizedLinearAttention, k: int, n: int) -> float:
     """E_x MSE for x ~ N(0, I): sum_{i >= j} ||W(i-j) - K_ij||_F^2 / (n p) (+ the masked upper part, 0)."""
     with torch.no_grad():
         diff = m.interaction_operator().double() - teacher_operator(k, n)
-    return float((diff ** 2).sum()) / (n * k)
+    return float((diff**2).sum()) / (n * k)
 
 
 def test_exact_construction_with_k_heads_reproduces_the_teacher():
@@ -278,8 +290,9 @@ def test_thm42_rank_one_bound_by_optimisation():
         a = (torch.randn(1, generator=g, dtype=torch.float64) * 2).requires_grad_()
         b = (torch.randn(1, generator=g, dtype=torch.float64) * 2).requires_grad_()
         v = (torch.randn(2, generator=g, dtype=torch.float64) * 2).requires_grad_()
-        opt = torch.optim.LBFGS([a, b, v], lr=1, max_iter=500, tolerance_grad=1e-14, tolerance_change=1e-16,
-                                line_search_fn="strong_wolfe")
+        opt = torch.optim.LBFGS(
+            [a, b, v], lr=1, max_iter=500, tolerance_grad=1e-14, tolerance_change=1e-16, line_search_fn="strong_wolfe"
+        )
 
         def f():
             return ((e1 - a * v) ** 2).sum() + ((e2 - b * v) ** 2).sum()
@@ -314,6 +327,7 @@ def test_thm42_probe_error_of_one_head_students():
 
 
 # ----------------------------------------------------------------------------- argument errors
+
 
 def test_argument_errors():
     with pytest.raises(ValueError, match="d_model"):

@@ -11,6 +11,7 @@ probe (tests/theory/test_heads_closed_forms.py: test_thm42_*), the H = k constru
 mixer and the H < k projection students (same file: test_exact_construction_*, test_fewer_heads_*), and
 MSE*(H) itself (test_optimal_mse_closed_form).
 """
+
 from __future__ import annotations
 
 import math
@@ -19,9 +20,9 @@ import pandas as pd
 import pytest
 import torch
 
-from seqmix.mixers.lti_ssm import LinearSSM
 from seqmix import claims as C
 from seqmix.config import load_yaml
+from seqmix.mixers.lti_ssm import LinearSSM
 from seqmix.papers.heads import analysis, checks
 from seqmix.tasks.rotation_teacher import lag_operators, teacher_operator, teacher_transition
 from seqmix.theory import heads as th
@@ -31,6 +32,7 @@ EXACT = 1e-10
 
 
 # ----------------------------------------------------------------------------- T1: Thm 4.2
+
 
 @pytest.mark.parametrize("n", [2, 16, 32])
 def test_t1_single_head_probe_minimum_is_one(n):
@@ -51,6 +53,7 @@ def test_t1_remark_4_3_embedding_and_the_other_teachers():
 
 
 # ----------------------------------------------------------------------------- T2: Thm 4.4
+
 
 @pytest.mark.parametrize("k,n", [(2, 8), (4, 12), (8, 32)])
 def test_t2_exact_construction_and_rank_refined(k, n):
@@ -82,6 +85,7 @@ def test_t2_fewer_heads_leave_the_eckart_young_error():
 
 # ----------------------------------------------------------------------------- T3: Appendix A
 
+
 @pytest.mark.parametrize("k", [2, 4, 8])
 def test_t3_lag_only_features_are_exact_with_r_equal_k(k):
     n = 32
@@ -103,6 +107,7 @@ def test_t3_lag_only_features_are_exact_with_r_equal_k(k):
 
 
 # ----------------------------------------------------------------------------- T4: Thm 5.1 (1)
+
 
 def test_t4_rows_pass():
     """Both inits (PyTorch default and A = 0.9 Q): autograd = C A^tau B, below the bound, scan = conv = FFT."""
@@ -131,6 +136,7 @@ def test_t4_default_init_bound_is_vacuous_but_rate_is_rho():
 
 # ----------------------------------------------------------------------------- T5: Thm 5.1 (2), erratum P8
 
+
 def test_t5_seeded_construction_matches_the_spec():
     """Spec §4.5 [proto]: d = p = r = 8, seed 0 gives ||V||_2 = 1.8184 and a^T u = 0.615."""
     head, u = checks.highway_setup(8, 0)
@@ -153,8 +159,12 @@ def test_t5_corrected_alpha_is_the_softmax_weight_and_the_papers_is_not():
 
 
 # spec §4.5 table [proto]: ||J_ij||_2 at distance tau for gamma = 5, 10, 20
-SPEC_J = {1: (1.778, 1.8182, 1.8184), 10: (1.756, 1.8186, 1.8184), 100: (1.654, 1.822, 1.8184),
-          1000: (0.575, 1.875, 1.8184)}
+SPEC_J = {
+    1: (1.778, 1.8182, 1.8184),
+    10: (1.756, 1.8186, 1.8184),
+    100: (1.654, 1.822, 1.8184),
+    1000: (0.575, 1.875, 1.8184),
+}
 
 
 def test_t5_jacobian_table_and_highway():
@@ -163,7 +173,7 @@ def test_t5_jacobian_table_and_highway():
     for tau, vals in SPEC_J.items():
         for gamma, want in zip((5.0, 10.0, 20.0), vals):
             digits = len(str(want).split(".")[1])
-            assert abs(got[(tau, gamma)] - want) <= 0.5 * 10 ** -digits, (tau, gamma, got[(tau, gamma)], want)
+            assert abs(got[(tau, gamma)] - want) <= 0.5 * 10**-digits, (tau, gamma, got[(tau, gamma)], want)
     by_q = {r["quantity"]: r for r in rows if r["tau"] == "" or r["quantity"] in ("gamma_star", "highway_margin_min")}
     assert by_q["highway_margin_min"]["value"] >= 0
     assert by_q["alpha_corrected_err"]["value"] < 1e-12
@@ -178,11 +188,14 @@ def test_t5_gamma_satisfies_both_conditions_of_the_proof():
         assert norm_v * g * (i - 1) * math.exp(-g) <= eps / 2
         # and it is (nearly) the smallest such gamma
         g2 = g - 1e-3
-        assert (1 - th.highway_alpha_corrected(g2, i, a_dot_u) > eps / (2 * norm_v)
-                or norm_v * g2 * (i - 1) * math.exp(-g2) > eps / 2)
+        assert (
+            1 - th.highway_alpha_corrected(g2, i, a_dot_u) > eps / (2 * norm_v)
+            or norm_v * g2 * (i - 1) * math.exp(-g2) > eps / 2
+        )
 
 
 # ----------------------------------------------------------------------------- T6: Eckart-Young
+
 
 @pytest.mark.parametrize("k", [4, 8])
 def test_t6_principal_subspace_attains_the_optimum(k):
@@ -199,24 +212,29 @@ def test_t6_principal_subspace_attains_the_optimum(k):
 
 # ----------------------------------------------------------------------------- Figure 3 right helpers
 
+
 def test_pair_unfolding_spectrum_of_the_teacher():
     """The pair unfolding has the weighted lag unfolding's singular values (each lag occurs n - tau times)."""
     for k in (4, 8):
         s = th.operator_spectrum(teacher_operator(k, 32))
         assert th.pair_unfolding(teacher_operator(k, 32)).shape == (32 * 33 // 2, k * k)
-        assert torch.allclose(s[:k], torch.tensor(th.singular_values(lag_operators(k, 32))[:k], dtype=torch.float64),
-                              atol=1e-10)
+        assert torch.allclose(
+            s[:k], torch.tensor(th.singular_values(lag_operators(k, 32))[:k], dtype=torch.float64), atol=1e-10
+        )
         assert s[k:].max() < 1e-12 * s[0]
 
 
 # ----------------------------------------------------------------------------- the pipeline artefact
 
+
 def test_theory_checks_artefact_claims_all_hold(tmp_path, root):
     """The analysis the pipeline runs, at the tiny n = 16 beside the spec's 32, judged by the claims engine:
     every check-T* claim holds (one verdict engine; the analysis writes numbers only)."""
     paper = load_yaml(root / "config" / "papers" / "heads.yaml")
-    spec = {"resolved": {"exp1": {f"k{k}": {"task": {"k": k, "n": 16}} for k in (2, 4, 8)}},
-            "analysis": {"theory_checks": paper["analysis"]["theory_checks"]}}
+    spec = {
+        "resolved": {"exp1": {f"k{k}": {"task": {"k": k, "n": 16}} for k in (2, 4, 8)}},
+        "analysis": {"theory_checks": paper["analysis"]["theory_checks"]},
+    }
     analysis.theory_checks(spec, tmp_path / "theory_checks")
     df = pd.read_csv(tmp_path / "theory_checks" / "summary.csv")
     assert list(df.columns) == ["check", "quantity", "k", "n", "tau", "gamma", "variant", "value"]

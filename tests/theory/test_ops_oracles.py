@@ -1,5 +1,6 @@
 """The ops' reference backends against independent oracles (tests/theory/oracles.py: loops and dense float64
 operators from the papers' equations): relative error <= 1e-10 in float64 and <= 1e-4 in float32."""
+
 from __future__ import annotations
 
 import math
@@ -8,10 +9,17 @@ import pytest
 import torch
 
 from seqmix.ops import feedback_solve as fs
-from seqmix.ops import fftconv, path_attention, rotary, selective_scan as ss, ssd
-
-from theory.oracles import (causal_conv_loop, feedback_dense_solve, feedback_recurrence, path_logits_explicit,
-                            rel_err, selective_scan_loop, ssd_dense)
+from seqmix.ops import fftconv, path_attention, rotary, ssd
+from seqmix.ops import selective_scan as ss
+from theory.oracles import (
+    causal_conv_loop,
+    feedback_dense_solve,
+    feedback_recurrence,
+    path_logits_explicit,
+    rel_err,
+    selective_scan_loop,
+    ssd_dense,
+)
 
 TOL = {torch.float64: 1e-10, torch.float32: 1e-4}
 DTYPES = [torch.float64, torch.float32]
@@ -37,14 +45,29 @@ def scan_inputs(Nb=2, L=11, d=4, n=3, G=2, complex_=False, bias=False, seed=0, d
     if bias:
         Bb = torch.complex(r(d, n), r(d, n)) if complex_ else r(d, n)
     D = r(d)
-    cast = lambda t: None if t is None else t.to({torch.float64: torch.complex64 if t.is_complex() else torch.float32}[torch.float64] if dtype == torch.float32 else t.dtype)  # noqa: E731
+    cast = lambda t: (
+        None
+        if t is None
+        else t.to(
+            {torch.float64: torch.complex64 if t.is_complex() else torch.float32}[torch.float64]
+            if dtype == torch.float32
+            else t.dtype
+        )
+    )  # noqa: E731
     return [cast(t) for t in (u, delta, A, B, C, Bb, D)]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("complex_,bias,disc,G,chunk", [
-    (False, False, "zoh", 1, None), (False, True, "zoh", 2, 4), (True, True, "zoh", 2, 3),
-    (True, False, "euler", 4, 20), (False, True, "euler", 1, 1)])
+@pytest.mark.parametrize(
+    "complex_,bias,disc,G,chunk",
+    [
+        (False, False, "zoh", 1, None),
+        (False, True, "zoh", 2, 4),
+        (True, True, "zoh", 2, 3),
+        (True, False, "euler", 4, 20),
+        (False, True, "euler", 1, 1),
+    ],
+)
 def test_selective_scan_matches_loop(dtype, complex_, bias, disc, G, chunk):
     u, delta, A, B, C, Bb, D = scan_inputs(G=G, complex_=complex_, bias=bias, dtype=dtype)
     y, last = ss.selective_scan(u, delta, A, B, C, B_bias=Bb, D=D, disc=disc, chunk=chunk, return_state=True)
@@ -74,8 +97,14 @@ def test_phi1_near_zero_and_gradient():
     ss.phi1(z).sum().backward()
     assert torch.isfinite(z.grad).all() and abs(float(z.grad[0]) - 0.5) < 1e-12
     zc = torch.complex(torch.tensor([1e-6, 1e-3, -0.3]), torch.tensor([2e-6, 0.5, 4.0])).to(torch.complex128)
-    exact_c = torch.stack([(torch.exp(t) - 1) / t if abs(complex(t)) > 1e-2 else 1 + t / 2 + t * t / 6 + t ** 3 / 24
-                           + t ** 4 / 120 + t ** 5 / 720 for t in zc])
+    exact_c = torch.stack(
+        [
+            (torch.exp(t) - 1) / t
+            if abs(complex(t)) > 1e-2
+            else 1 + t / 2 + t * t / 6 + t**3 / 24 + t**4 / 120 + t**5 / 720
+            for t in zc
+        ]
+    )
     assert rel_err(ss.phi1(zc), exact_c) <= 1e-12
 
 
@@ -148,8 +177,12 @@ def test_accumulated_angles_exclusive_float64_and_rope():
     assert torch.allclose(torch.cos(th), torch.cos(exp), atol=1e-12)
     omega = rotary.rope_frequencies(6)
     const = omega.expand(40, 3)
-    assert torch.allclose(torch.cos(rotary.accumulate_angles(const)), torch.cos(rotary.rope_angles(40, omega)), atol=1e-12)
-    assert torch.allclose(torch.sin(rotary.accumulate_angles(const)), torch.sin(rotary.rope_angles(40, omega)), atol=1e-12)
+    assert torch.allclose(
+        torch.cos(rotary.accumulate_angles(const)), torch.cos(rotary.rope_angles(40, omega)), atol=1e-12
+    )
+    assert torch.allclose(
+        torch.sin(rotary.accumulate_angles(const)), torch.sin(rotary.rope_angles(40, omega)), atol=1e-12
+    )
 
 
 def test_rotate_is_block_rotation_and_inverse():
@@ -161,7 +194,9 @@ def test_rotate_is_block_rotation_and_inverse():
         pairs = [(b, b + 4) for b in range(4)] if layout == "half" else [(2 * b, 2 * b + 1) for b in range(4)]
         for b, (e, o) in enumerate(pairs):
             c, s = torch.cos(th[:, b]), torch.sin(th[:, b])
-            assert torch.allclose(y[:, e], x[:, e] * c - x[:, o] * s) and torch.allclose(y[:, o], x[:, e] * s + x[:, o] * c)
+            assert torch.allclose(y[:, e], x[:, e] * c - x[:, o] * s) and torch.allclose(
+                y[:, o], x[:, e] * s + x[:, o] * c
+            )
         assert torch.allclose(rotary.rotate(y, cos, sin, layout, inverse=True), x, atol=1e-14)
 
 
@@ -178,7 +213,7 @@ def test_path_logits_match_explicit_householder_products(dtype, T, chunk):
     assert rel_err(S, ref) <= TOL[dtype]
     out = path_attention.path_attention(q, k, v, w, beta, chunk=chunk)
     mask = torch.ones(T, T, dtype=torch.bool).triu(1)
-    ref_out = torch.softmax((ref * d ** -0.5).masked_fill(mask, float("-inf")), -1) @ v
+    ref_out = torch.softmax((ref * d**-0.5).masked_fill(mask, float("-inf")), -1) @ v
     assert rel_err(out, ref_out) <= 1e-10
 
 
@@ -186,7 +221,10 @@ def test_path_logits_match_explicit_householder_products(dtype, T, chunk):
 def test_fft_convolution_matches_loop(dtype):
     g = _gen(5)
     u = torch.randn(2, 13, 3, generator=g, dtype=torch.float64)
-    K = torch.randn(13, 3, generator=g, dtype=torch.float64) * torch.exp(-0.2 * torch.arange(13.0, dtype=torch.float64))[:, None]
+    K = (
+        torch.randn(13, 3, generator=g, dtype=torch.float64)
+        * torch.exp(-0.2 * torch.arange(13.0, dtype=torch.float64))[:, None]
+    )
     assert rel_err(fftconv.causal_conv_fft(u.to(dtype), K.to(dtype)), causal_conv_loop(u, K)) <= TOL[dtype]
 
 

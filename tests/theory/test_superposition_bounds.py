@@ -1,5 +1,6 @@
 """E10 bound checks of the frontier-superposition paper: each measuring function against facts derived by hand
 (so a broken measurement cannot pass) and against an independent computation."""
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """Closed forms and reduced models of the frontier-superposition paper (spec §2.5, §4; E3, E6, E7, E10)."""
+
 from __future__ import annotations
 
 import math
@@ -11,16 +12,18 @@ from seqmix.theory import superposition as T
 
 @pytest.mark.parametrize("c", [0, 1, 2, 3])
 def test_lemma18_maximiser(c):
-    k, K = 2.0 ** c, 2.0 ** (c + 1)
+    k, K = 2.0**c, 2.0 ** (c + 1)
     a = T.alpha_star(k, K)
     assert a == pytest.approx([1, math.sqrt(2), 2, 2 * math.sqrt(2)][c])
     assert T.cos_step(a, k, K) == pytest.approx(1.0, abs=1e-12)
     assert T.cos_step_d1(a, k, K) == pytest.approx(0.0, abs=1e-12)
-    assert T.cos_step(0.0, k, K) == pytest.approx(2 ** -0.5)
+    assert T.cos_step(0.0, k, K) == pytest.approx(2**-0.5)
     assert T.cos_step(8.7, k, K) == pytest.approx([0.783, 0.811, 0.848, 0.891][c], abs=6e-4)
     # the derivative formula against a central difference
     x, h = 0.7, 1e-6
-    assert T.cos_step_d1(x, k, K) == pytest.approx((T.cos_step(x + h, k, K) - T.cos_step(x - h, k, K)) / (2 * h), rel=1e-6)
+    assert T.cos_step_d1(x, k, K) == pytest.approx(
+        (T.cos_step(x + h, k, K) - T.cos_step(x - h, k, K)) / (2 * h), rel=1e-6
+    )
 
 
 @pytest.mark.parametrize("k,K,corr,paper", [(1, 2, -0.25, -0.5), (4, 8, -0.0625, -0.03125), (7, 15, -0.0272, -0.00833)])
@@ -32,7 +35,9 @@ def test_lemma27_curvature_spec_I14(k, K, corr, paper):
 
 
 def test_prop1_prop7_ladder_and_constants():
-    assert T.prop1_ceiling(2) == pytest.approx(0.7071, abs=1e-4) and T.prop1_ceiling(4) == pytest.approx(0.8660, abs=1e-4)
+    assert T.prop1_ceiling(2) == pytest.approx(0.7071, abs=1e-4) and T.prop1_ceiling(4) == pytest.approx(
+        0.8660, abs=1e-4
+    )
     assert [round(T.e2e_attenuation(2, 4, c), 3) for c in range(3)] == [0.5, 0.707, 1.0]
     assert [round(T.e2e_attenuation(4, 4, c), 3) for c in range(3)] == [0.25, 0.5, 1.0]
     assert [round(T.ladder_gamma(64, k, 98, 0.1)) for k in (1, 2, 4, 8)] == [110, 156, 220, 312]
@@ -55,7 +60,9 @@ def test_mobius_algebra():
     assert torch.allclose(T.mobius_alpha_eff(theta, k, K, relu=False)[0], (K - k) / k.sqrt())
     assert T.mobius_loss(theta, k, K, relu=False).item() == pytest.approx(0.0, abs=1e-12)
     for alpha, t in ((3.0, 0.5), (1.2, -0.3), (5.0, 2.0)):
-        assert T.lemma29_dL_dt(alpha, t, k, K) == pytest.approx(T.lemma29_autograd(alpha, t, k, K), rel=1e-10, abs=1e-14)
+        assert T.lemma29_dL_dt(alpha, t, k, K) == pytest.approx(
+            T.lemma29_autograd(alpha, t, k, K), rel=1e-10, abs=1e-14
+        )
 
 
 def test_reduced_mobius_reaches_A_zero_from_the_spec_init():

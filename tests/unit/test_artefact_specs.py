@@ -1,5 +1,6 @@
 """Artefacts declared in a paper's YAML: validation errors name the file and key path, and each artefact's
 run spec holds only what it reads (so an edit elsewhere in the paper leaves it unchanged)."""
+
 from __future__ import annotations
 
 import copy
@@ -26,28 +27,61 @@ def _load(tmp_path, cfg: dict) -> dict:
     return load_paper(path, "tiny")
 
 
-@pytest.mark.parametrize("mutate, keypath, words", [
-    (lambda c: c["analysis"]["figure1"].update(kernal=[1.0]), "analysis.figure1",
-     ["'kernal' was unexpected", "allowed keys: a, d_k, kernel, n, seed"]),
-    (lambda c: c["analysis"]["theory_checks"]["t5"].update(epsilon=-1), "analysis.theory_checks.t5.epsilon",
-     ["-1 is less than or equal to the minimum of 0"]),
-    (lambda c: c["artefacts"]["figure4"]["reads"].update(summaries=["exp9"]), "artefacts.figure4.reads.summaries",
-     ["no experiment 'exp9'"]),
-    (lambda c: c["artefacts"]["figure1"].update(analysis=["figure9"]), "artefacts.figure1.analysis",
-     ["'figure9' must name exactly one key"]),
-    (lambda c: c["artefacts"]["figure1"].update(claims=["no-such-claim"]), "artefacts.figure1.claims",
-     ["no claim with id 'no-such-claim'"]),
-    (lambda c: c["artefacts"]["theory"].update(reads={"artefacts": ["figure3_left"]}),
-     "artefacts.theory.reads.artefacts", ["in a circle: theory -> figure3_left -> theory"]),
-    (lambda c: c["artefacts"]["figure2"].update(writes=["figure1.png"]), "artefacts.figure2.writes",
-     ["figures/figure1.png is also written by artefact 'figure1'"]),
-    (lambda c: c["artefacts"]["figure2"].update(report=["figure2.svg"]), "artefacts.figure2.report",
-     ["'figure2.svg' is not among its writes"]),
-    (lambda c: c["artefacts"]["figure2"].update(kind="chart"), "artefacts.figure2.kind",
-     ["'chart' is not one of ['table', 'figure', 'analysis']"]),
-    (lambda c: c["artefacts"].update(exp1=dict(c["artefacts"]["theory"])), "artefacts.exp1",
-     ["writes into <paper>/exp1/, which is taken"]),
-])
+@pytest.mark.parametrize(
+    "mutate, keypath, words",
+    [
+        (
+            lambda c: c["analysis"]["figure1"].update(kernal=[1.0]),
+            "analysis.figure1",
+            ["'kernal' was unexpected", "allowed keys: a, d_k, kernel, n, seed"],
+        ),
+        (
+            lambda c: c["analysis"]["theory_checks"]["t5"].update(epsilon=-1),
+            "analysis.theory_checks.t5.epsilon",
+            ["-1 is less than or equal to the minimum of 0"],
+        ),
+        (
+            lambda c: c["artefacts"]["figure4"]["reads"].update(summaries=["exp9"]),
+            "artefacts.figure4.reads.summaries",
+            ["no experiment 'exp9'"],
+        ),
+        (
+            lambda c: c["artefacts"]["figure1"].update(analysis=["figure9"]),
+            "artefacts.figure1.analysis",
+            ["'figure9' must name exactly one key"],
+        ),
+        (
+            lambda c: c["artefacts"]["figure1"].update(claims=["no-such-claim"]),
+            "artefacts.figure1.claims",
+            ["no claim with id 'no-such-claim'"],
+        ),
+        (
+            lambda c: c["artefacts"]["theory"].update(reads={"artefacts": ["figure3_left"]}),
+            "artefacts.theory.reads.artefacts",
+            ["in a circle: theory -> figure3_left -> theory"],
+        ),
+        (
+            lambda c: c["artefacts"]["figure2"].update(writes=["figure1.png"]),
+            "artefacts.figure2.writes",
+            ["figures/figure1.png is also written by artefact 'figure1'"],
+        ),
+        (
+            lambda c: c["artefacts"]["figure2"].update(report=["figure2.svg"]),
+            "artefacts.figure2.report",
+            ["'figure2.svg' is not among its writes"],
+        ),
+        (
+            lambda c: c["artefacts"]["figure2"].update(kind="chart"),
+            "artefacts.figure2.kind",
+            ["'chart' is not one of ['table', 'figure', 'analysis']"],
+        ),
+        (
+            lambda c: c["artefacts"].update(exp1=dict(c["artefacts"]["theory"])),
+            "artefacts.exp1",
+            ["writes into <paper>/exp1/, which is taken"],
+        ),
+    ],
+)
 def test_bad_declarations_name_file_and_key_path(tmp_path, heads, mutate, keypath, words):
     cfg = copy.deepcopy(heads)
     mutate(cfg)
@@ -87,10 +121,14 @@ def test_claims_spec_reads_every_summary_and_artefact_output(tmp_path, heads):
 
 
 def test_reported_values_and_scaled_slices():
-    cfg = {"experiments": {}, "claims": [{"id": "c1", "reported": [0.93, 0.01]}, {"id": "c2", "reported": 4}],
-           "analysis": {"fig": {"n": 1, "scales": {"cpu": {"n": 5}}}},
-           "artefacts": {"fig": {"kind": "figure", "writes": ["f.png"], "caption": "c", "analysis": ["fig"],
-                                 "claims": ["c1"]}}}
+    cfg = {
+        "experiments": {},
+        "claims": [{"id": "c1", "reported": [0.93, 0.01]}, {"id": "c2", "reported": 4}],
+        "analysis": {"fig": {"n": 1, "scales": {"cpu": {"n": 5}}}},
+        "artefacts": {
+            "fig": {"kind": "figure", "writes": ["f.png"], "caption": "c", "analysis": ["fig"], "claims": ["c1"]}
+        },
+    }
     tiny = A.artefact_spec("p", cfg, "fig", "tiny", "r", {})
     assert tiny["reported"] == {"c1": [0.93, 0.01]} and tiny["analysis"] == {"fig": {"n": 1}}
     assert A.artefact_spec("p", cfg, "fig", "cpu", "r", {})["analysis"] == {"fig": {"n": 5}}

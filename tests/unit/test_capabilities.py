@@ -1,12 +1,21 @@
 """The capability protocols match the mixers and models that have them, and the probes that need one fail
 with a clear TypeError on a model without it (instead of reading attributes by name)."""
+
 from __future__ import annotations
 
 import pytest
 import torch
 
-from seqmix.capabilities import (InteractionOperator, LagOperator, LastOutput, LayerwiseEdgeAttention, SoleMixer,
-                                 StepMode, TokenInput, ValueOutputProduct)
+from seqmix.capabilities import (
+    InteractionOperator,
+    LagOperator,
+    LastOutput,
+    LayerwiseEdgeAttention,
+    SoleMixer,
+    StepMode,
+    TokenInput,
+    ValueOutputProduct,
+)
 from seqmix.mixers.base import build_mixer
 from seqmix.models.bare import BareMixer
 from seqmix.models.cascade import CascadeTransformer

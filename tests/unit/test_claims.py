@@ -7,6 +7,7 @@ exercising a different way of being absent). Verdicts:
 - not expected at this scale: the same good or bad data at a scale ``expected_at`` omits;
 - not run: the results are missing.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,13 +31,22 @@ def write_table(results: Path, table: str, rows: list[dict]) -> Path:
 
 
 def make_claim(ours: dict, check: dict, reported=None, expected_at=("cpu", "paper"), cid="c1") -> dict:
-    return {"id": cid, "source": "paper", "artefact": "Figure 3 left", "statement": "a statement",
-            "reported": reported, "ours": ours, "check": check, "expected_at": list(expected_at)}
+    return {
+        "id": cid,
+        "source": "paper",
+        "artefact": "Figure 3 left",
+        "statement": "a statement",
+        "reported": reported,
+        "ours": ours,
+        "check": check,
+        "expected_at": list(expected_at),
+    }
 
 
 def seeds(variant, sweep_value, values, metric="m", **extra):
-    return [dict(variant=variant, sweep_value=sweep_value, seed=s, **{metric: v}, **extra)
-            for s, v in enumerate(values)]
+    return [
+        dict(variant=variant, sweep_value=sweep_value, seed=s, **{metric: v}, **extra) for s, v in enumerate(values)
+    ]
 
 
 def series(variant, points: dict, metric="m"):
@@ -58,9 +68,13 @@ CASES = {
         check={"kind": "within", "lo": 0.95, "hi": 1.10},
         good=seeds("k4", 2, [0.97, 1.02, 1.30]) + NOISE,  # median 1.02 (the 1.30 seed alone would differ)
         bad=seeds("k4", 2, [0.80, 0.90, 1.05]) + NOISE,  # median 0.90 < 0.95
-        good_value=1.02, bad_value=0.90,
-        missing=NOISE, missing_value=None, missing_detail="no rows",
-        good_detail="1.02 in [0.95, 1.1]", bad_detail="0.9 in [0.95, 1.1]",
+        good_value=1.02,
+        bad_value=0.90,
+        missing=NOISE,
+        missing_value=None,
+        missing_detail="no rows",
+        good_detail="1.02 in [0.95, 1.1]",
+        bad_detail="0.9 in [0.95, 1.1]",
     ),
     "within_target_rtol_atol": dict(
         # tol = atol + rtol |target| = 0.1 + 0.05 * 10 = 0.6: neither tolerance alone admits 10.55
@@ -69,9 +83,13 @@ CASES = {
         reported=99.0,  # an explicit target wins over the reported value
         good=seeds("k4", 2, [10.55, 10.55, 10.55]) + NOISE,
         bad=seeds("k4", 2, [10.60, 10.65, 10.70]) + NOISE,
-        good_value=10.55, bad_value=10.65,
-        missing=None, missing_value=None, missing_detail="summary.csv does not exist",
-        good_detail="|10.55 - 10| <= 0.6", bad_detail="|10.65 - 10| <= 0.6",
+        good_value=10.55,
+        bad_value=10.65,
+        missing=None,
+        missing_value=None,
+        missing_detail="summary.csv does not exist",
+        good_detail="|10.55 - 10| <= 0.6",
+        bad_detail="|10.65 - 10| <= 0.6",
     ),
     "within_reported": dict(
         # no lo/hi/target: the target is the numeric reported value (the mean of [mean, std])
@@ -80,10 +98,13 @@ CASES = {
         reported=[2.0, 0.3],
         good=seeds("k4", 2, [2.15, 2.15]) + NOISE,
         bad=seeds("k4", 2, [2.25, 2.25]) + NOISE,
-        good_value=2.15, bad_value=2.25,
+        good_value=2.15,
+        bad_value=2.25,
         missing=[{"variant": "k4", "sweep_value": 2, "seed": 0, "other_metric": 2.0}],
-        missing_value=None, missing_detail="metric 'm' not in exp1/summary.csv",
-        good_detail="|2.15 - 2| <= 0.2", bad_detail="|2.25 - 2| <= 0.2",
+        missing_value=None,
+        missing_detail="metric 'm' not in exp1/summary.csv",
+        good_detail="|2.15 - 2| <= 0.2",
+        bad_detail="|2.25 - 2| <= 0.2",
     ),
     "ordering_increasing": dict(
         ours={"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k8"}},
@@ -91,10 +112,13 @@ CASES = {
         # a 3% dip (median 0.97 after 1.0) is within the 5% slack; a 6% dip is not
         good=series("k8", {1: [1.0, 1.0, 5.0], 2: [0.97, 0.5, 0.99], 3: [2.0]}) + seeds("k4", 2, [0.0]),
         bad=series("k8", {1: [1.0], 2: [0.94], 3: [2.0]}) + seeds("k4", 2, [0.0]),
-        good_value=[(1, 1.0), (2, 0.97), (3, 2.0)], bad_value=[(1, 1.0), (2, 0.94), (3, 2.0)],
+        good_value=[(1, 1.0), (2, 0.97), (3, 2.0)],
+        bad_value=[(1, 1.0), (2, 0.94), (3, 2.0)],
         missing=series("k8", {1: [1.0], 2: [1.5]}),
-        missing_value=[(1, 1.0), (2, 1.5)], missing_detail="ordering: no results for [3]",
-        good_detail="monotone over [1.0, 0.97, 2.0]", bad_detail="breaks at [(1, 2)] over [1.0, 0.94, 2.0]",
+        missing_value=[(1, 1.0), (2, 1.5)],
+        missing_detail="ordering: no results for [3]",
+        good_detail="monotone over [1.0, 0.97, 2.0]",
+        bad_detail="breaks at [(1, 2)] over [1.0, 0.94, 2.0]",
     ),
     "ordering_decreasing": dict(
         ours={"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k8"}},
@@ -102,76 +126,114 @@ CASES = {
         # the order is given explicitly (3, 2, 1), not the sorted x: values must fall along it
         good=series("k8", {3: [1.0], 2: [1.01], 1: [0.5]}),  # a 1% rise is within the 2% slack
         bad=series("k8", {3: [1.0], 2: [1.03], 1: [0.5]}),  # a 3% rise is not
-        good_value=[(1, 0.5), (2, 1.01), (3, 1.0)], bad_value=[(1, 0.5), (2, 1.03), (3, 1.0)],
+        good_value=[(1, 0.5), (2, 1.01), (3, 1.0)],
+        bad_value=[(1, 0.5), (2, 1.03), (3, 1.0)],
         missing=series("k4", {3: [1.0], 2: [0.5], 1: [0.1]}),
-        missing_value=None, missing_detail="no rows",
-        good_detail="monotone over [1.0, 1.01, 0.5]", bad_detail="breaks at [(3, 2)] over [1.0, 1.03, 0.5]",
+        missing_value=None,
+        missing_detail="no rows",
+        good_detail="monotone over [1.0, 1.01, 0.5]",
+        bad_detail="breaks at [(3, 2)] over [1.0, 1.03, 0.5]",
     ),
     "slope": dict(
         ours={"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k8"}},
         check={"kind": "slope", "lo": 1.5, "hi": 2.5},
         good=series("k8", {x: [2.0 * x + 1.0] for x in (1, 2, 3, 4)}),  # slope 2
         bad=series("k8", {x: [3.0 * x] for x in (1, 2, 3, 4)}),  # slope 3
-        good_value=[(x, 2.0 * x + 1.0) for x in (1, 2, 3, 4)], bad_value=[(x, 3.0 * x) for x in (1, 2, 3, 4)],
+        good_value=[(x, 2.0 * x + 1.0) for x in (1, 2, 3, 4)],
+        bad_value=[(x, 3.0 * x) for x in (1, 2, 3, 4)],
         missing=series("k8", {1: [1.0, 2.0]}),
-        missing_value=[(1, 1.5)], missing_detail="slope needs at least two points",
-        good_detail="slope 2 in [1.5, 2.5]", bad_detail="slope 3 in [1.5, 2.5]",
+        missing_value=[(1, 1.5)],
+        missing_detail="slope needs at least two points",
+        good_detail="slope 2 in [1.5, 2.5]",
+        bad_detail="slope 3 in [1.5, 2.5]",
     ),
     "slope_logy": dict(
         ours={"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k8"}},
         check={"kind": "slope", "logy": True, "lo": -1.1, "hi": -0.9},
         # log10 slope -1 (the linear slope of these values is about -0.03: it would differ without logy)
-        good=series("k8", {x: [10.0 ** -x] for x in (1, 2, 3, 4)}),
+        good=series("k8", {x: [10.0**-x] for x in (1, 2, 3, 4)}),
         bad=series("k8", {x: [10.0 ** (-2 * x)] for x in (1, 2, 3, 4)}),  # log10 slope -2
-        good_value=[(x, 10.0 ** -x) for x in (1, 2, 3, 4)], bad_value=[(x, 10.0 ** (-2 * x)) for x in (1, 2, 3, 4)],
-        missing=None, missing_value=None, missing_detail="does not exist",
-        good_detail="slope -1 in [-1.1, -0.9]", bad_detail="slope -2 in [-1.1, -0.9]",
+        good_value=[(x, 10.0**-x) for x in (1, 2, 3, 4)],
+        bad_value=[(x, 10.0 ** (-2 * x)) for x in (1, 2, 3, 4)],
+        missing=None,
+        missing_value=None,
+        missing_detail="does not exist",
+        good_detail="slope -1 in [-1.1, -0.9]",
+        bad_detail="slope -2 in [-1.1, -0.9]",
     ),
     "threshold_lt": dict(
         ours={"table": "exp1", "metric": "m", "where": {"variant": "k4"}},
         check={"kind": "threshold", "op": "<", "value": 0.5},
-        good=seeds("k4", 1, [0.25]), bad=seeds("k4", 1, [0.5]),  # strict: equality differs
-        good_value=0.25, bad_value=0.5,
-        missing=[{"seed": 0, "m": 0.25}], missing_value=None, missing_detail="column 'variant' not in results",
-        good_detail="0.25 < 0.5", bad_detail="0.5 < 0.5",
+        good=seeds("k4", 1, [0.25]),
+        bad=seeds("k4", 1, [0.5]),  # strict: equality differs
+        good_value=0.25,
+        bad_value=0.5,
+        missing=[{"seed": 0, "m": 0.25}],
+        missing_value=None,
+        missing_detail="column 'variant' not in results",
+        good_detail="0.25 < 0.5",
+        bad_detail="0.5 < 0.5",
     ),
     "threshold_le": dict(
         ours={"table": "exp1", "metric": "m", "where": {"variant": "k4"}},
         check={"kind": "threshold", "op": "<=", "value": 0.5},
-        good=seeds("k4", 1, [0.5]), bad=seeds("k4", 1, [0.75]),  # equality holds
-        good_value=0.5, bad_value=0.75,
-        missing=NOISE[:0] + seeds("k2", 1, [0.0]), missing_value=None, missing_detail="no rows",
-        good_detail="0.5 <= 0.5", bad_detail="0.75 <= 0.5",
+        good=seeds("k4", 1, [0.5]),
+        bad=seeds("k4", 1, [0.75]),  # equality holds
+        good_value=0.5,
+        bad_value=0.75,
+        missing=NOISE[:0] + seeds("k2", 1, [0.0]),
+        missing_value=None,
+        missing_detail="no rows",
+        good_detail="0.5 <= 0.5",
+        bad_detail="0.75 <= 0.5",
     ),
     "threshold_gt": dict(
         ours={"table": "exp1", "metric": "m", "where": {"variant": "k4"}},
         check={"kind": "threshold", "op": ">", "value": 0.5},
-        good=seeds("k4", 1, [0.75]), bad=seeds("k4", 1, [0.5]),  # strict: equality differs
-        good_value=0.75, bad_value=0.5,
-        missing=None, missing_value=None, missing_detail="does not exist",
-        good_detail="0.75 > 0.5", bad_detail="0.5 > 0.5",
+        good=seeds("k4", 1, [0.75]),
+        bad=seeds("k4", 1, [0.5]),  # strict: equality differs
+        good_value=0.75,
+        bad_value=0.5,
+        missing=None,
+        missing_value=None,
+        missing_detail="does not exist",
+        good_detail="0.75 > 0.5",
+        bad_detail="0.5 > 0.5",
     ),
     "threshold_ge": dict(
         ours={"table": "exp1", "metric": "m", "where": {"variant": "k4"}},
         check={"kind": "threshold", "op": ">=", "value": 0.5},
-        good=seeds("k4", 1, [0.5]), bad=seeds("k4", 1, [0.25]),  # equality holds
-        good_value=0.5, bad_value=0.25,
-        missing=seeds("k4", 1, [0.5], metric="other"), missing_value=None, missing_detail="metric 'm' not in",
-        good_detail="0.5 >= 0.5", bad_detail="0.25 >= 0.5",
+        good=seeds("k4", 1, [0.5]),
+        bad=seeds("k4", 1, [0.25]),  # equality holds
+        good_value=0.5,
+        bad_value=0.25,
+        missing=seeds("k4", 1, [0.5], metric="other"),
+        missing_value=None,
+        missing_detail="metric 'm' not in",
+        good_detail="0.5 >= 0.5",
+        bad_detail="0.25 >= 0.5",
     ),
     "ratio_to": dict(
         # MSE(H=4) / MSE(H=3), each the median over seeds
-        ours={"table": "exp1", "metric": "m", "where": {"variant": "k4", "sweep_value": 4},
-              "ratio_to": {"variant": "k4", "sweep_value": 3}},
+        ours={
+            "table": "exp1",
+            "metric": "m",
+            "where": {"variant": "k4", "sweep_value": 4},
+            "ratio_to": {"variant": "k4", "sweep_value": 3},
+        },
         check={"kind": "threshold", "op": "<", "value": 1e-3},
         good=seeds("k4", 4, [1e-6, 2e-6, 3e-6]) + seeds("k4", 3, [1.0, 2.0, 4.0]) + NOISE,  # 1e-6
         bad=seeds("k4", 4, [0.01, 0.01, 0.01]) + seeds("k4", 3, [1.0, 2.0, 4.0]) + NOISE,  # 5e-3
-        good_value=1e-6, bad_value=5e-3,
+        good_value=1e-6,
+        bad_value=5e-3,
         missing=seeds("k4", 4, [1e-6]) + NOISE,  # no denominator rows
-        missing_value=None, missing_detail="no rows",
-        good_detail="1e-06 < 0.001", bad_detail="0.005 < 0.001",
+        missing_value=None,
+        missing_detail="no rows",
+        good_detail="1e-06 < 0.001",
+        bad_detail="0.005 < 0.001",
     ),
 }
+
 
 def decay(variant, xs=(1, 2, 3, 4), scale=1.0, **extra):
     """One row per x with m = scale e^(-x/2) and extra columns (e.g. a reference rate)."""
@@ -179,55 +241,81 @@ def decay(variant, xs=(1, 2, 3, 4), scale=1.0, **extra):
 
 
 # the slope options for fits (logx, natural logs, R^2, a reference rate) and series reduced to one value
-CASES.update({
-    "slope_loglog": dict(
-        ours={"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k8"}},
-        check={"kind": "slope", "logy": True, "logx": True, "lo": -1.1, "hi": -0.9},
-        # a power law 3 / x: log-log slope -1 (its semi-log slope would be far from it)
-        good=series("k8", {x: [3.0 / x] for x in (1, 10, 100, 1000)}),
-        bad=series("k8", {x: [3.0 / x ** 2] for x in (1, 10, 100, 1000)}),
-        good_value=[(x, 3.0 / x) for x in (1, 10, 100, 1000)], bad_value=[(x, 3.0 / x ** 2) for x in (1, 10, 100, 1000)],
-        missing=series("k8", {10: [0.3]}), missing_value=[(10, 0.3)], missing_detail="slope needs at least two points",
-        good_detail="slope -1 in [-1.1, -0.9]", bad_detail="slope -2 in [-1.1, -0.9]",
-    ),
-    "slope_min_r2": dict(
-        ours={"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k8"}},
-        check={"kind": "slope", "logy": True, "log_base": "e", "hi": 0, "min_r2": 0.99},
-        # an exact exponential e^(-x/2) (R^2 = 1) against a zig-zag whose slope is negative too but whose
-        # log-linear fit is poor: only R^2 tells them apart
-        good=decay("k8"),
-        bad=series("k8", {1: [1.0], 2: [0.1], 3: [1.0], 4: [0.01]}),
-        good_value=[(x, math.exp(-0.5 * x)) for x in (1, 2, 3, 4)], bad_value=[(1, 1.0), (2, 0.1), (3, 1.0), (4, 0.01)],
-        missing=None, missing_value=None, missing_detail="does not exist",
-        good_detail="slope -0.5 in [-inf, 0], R^2 1 >= 0.99",
-        bad_detail="slope -1.151 in [-inf, 0], R^2 0.454545 >= 0.99",
-    ),
-    "slope_relative_to": dict(
-        # the fitted rate per step over the mean of a reference column of the same rows (ln rho(A))
-        ours={"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k8"}},
-        check={"kind": "slope", "logy": True, "log_base": "e", "relative_to": {"metric": "rate", "aggregate": "mean"},
-               "lo": 0.95, "hi": 1.05},
-        good=decay("k8", rate=-0.5) + decay("k4", scale=7.0, rate=-9.0),  # k4 rows must not count
-        bad=decay("k8", rate=-0.4) + decay("k4", rate=-0.5),
-        good_value=[(x, math.exp(-0.5 * x)) for x in (1, 2, 3, 4)],
-        bad_value=[(x, math.exp(-0.5 * x)) for x in (1, 2, 3, 4)],
-        missing=decay("k8"), missing_value=[(x, math.exp(-0.5 * x)) for x in (1, 2, 3, 4)],
-        missing_detail="metric 'rate' not in exp1/summary.csv",
-        good_detail="slope -0.5 / -0.5 = 1 in [0.95, 1.05]", bad_detail="slope -0.5 / -0.4 = 1.25 in [0.95, 1.05]",
-    ),
-    "series_ratio_reduce_min": dict(
-        # the smallest pointwise ratio of two series (e.g. attention / SSM over T), as one value
-        ours={"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k4"},
-              "ratio_to": {"variant": "k2"}, "reduce": "min"},
-        check={"kind": "threshold", "op": ">", "value": 1},
-        good=series("k4", {1: [4.0, 4.0, 100.0], 2: [3.0]}) + series("k2", {1: [2.0], 2: [1.0]}),  # ratios 2, 3
-        bad=series("k4", {1: [4.0], 2: [1.0]}) + series("k2", {1: [2.0], 2: [2.0]}),  # ratios 2, 0.5
-        good_value=2.0, bad_value=0.5,
-        missing=series("k4", {1: [4.0], 2: [3.0]}) + series("k2", {1: [2.0]}), missing_value=None,
-        missing_detail="ratio_to: no results for sweep_value = [2]",
-        good_detail="2 > 1", bad_detail="0.5 > 1",
-    ),
-})
+CASES.update(
+    {
+        "slope_loglog": dict(
+            ours={"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k8"}},
+            check={"kind": "slope", "logy": True, "logx": True, "lo": -1.1, "hi": -0.9},
+            # a power law 3 / x: log-log slope -1 (its semi-log slope would be far from it)
+            good=series("k8", {x: [3.0 / x] for x in (1, 10, 100, 1000)}),
+            bad=series("k8", {x: [3.0 / x**2] for x in (1, 10, 100, 1000)}),
+            good_value=[(x, 3.0 / x) for x in (1, 10, 100, 1000)],
+            bad_value=[(x, 3.0 / x**2) for x in (1, 10, 100, 1000)],
+            missing=series("k8", {10: [0.3]}),
+            missing_value=[(10, 0.3)],
+            missing_detail="slope needs at least two points",
+            good_detail="slope -1 in [-1.1, -0.9]",
+            bad_detail="slope -2 in [-1.1, -0.9]",
+        ),
+        "slope_min_r2": dict(
+            ours={"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k8"}},
+            check={"kind": "slope", "logy": True, "log_base": "e", "hi": 0, "min_r2": 0.99},
+            # an exact exponential e^(-x/2) (R^2 = 1) against a zig-zag whose slope is negative too but whose
+            # log-linear fit is poor: only R^2 tells them apart
+            good=decay("k8"),
+            bad=series("k8", {1: [1.0], 2: [0.1], 3: [1.0], 4: [0.01]}),
+            good_value=[(x, math.exp(-0.5 * x)) for x in (1, 2, 3, 4)],
+            bad_value=[(1, 1.0), (2, 0.1), (3, 1.0), (4, 0.01)],
+            missing=None,
+            missing_value=None,
+            missing_detail="does not exist",
+            good_detail="slope -0.5 in [-inf, 0], R^2 1 >= 0.99",
+            bad_detail="slope -1.151 in [-inf, 0], R^2 0.454545 >= 0.99",
+        ),
+        "slope_relative_to": dict(
+            # the fitted rate per step over the mean of a reference column of the same rows (ln rho(A))
+            ours={"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k8"}},
+            check={
+                "kind": "slope",
+                "logy": True,
+                "log_base": "e",
+                "relative_to": {"metric": "rate", "aggregate": "mean"},
+                "lo": 0.95,
+                "hi": 1.05,
+            },
+            good=decay("k8", rate=-0.5) + decay("k4", scale=7.0, rate=-9.0),  # k4 rows must not count
+            bad=decay("k8", rate=-0.4) + decay("k4", rate=-0.5),
+            good_value=[(x, math.exp(-0.5 * x)) for x in (1, 2, 3, 4)],
+            bad_value=[(x, math.exp(-0.5 * x)) for x in (1, 2, 3, 4)],
+            missing=decay("k8"),
+            missing_value=[(x, math.exp(-0.5 * x)) for x in (1, 2, 3, 4)],
+            missing_detail="metric 'rate' not in exp1/summary.csv",
+            good_detail="slope -0.5 / -0.5 = 1 in [0.95, 1.05]",
+            bad_detail="slope -0.5 / -0.4 = 1.25 in [0.95, 1.05]",
+        ),
+        "series_ratio_reduce_min": dict(
+            # the smallest pointwise ratio of two series (e.g. attention / SSM over T), as one value
+            ours={
+                "table": "exp1",
+                "metric": "m",
+                "over": "sweep_value",
+                "where": {"variant": "k4"},
+                "ratio_to": {"variant": "k2"},
+                "reduce": "min",
+            },
+            check={"kind": "threshold", "op": ">", "value": 1},
+            good=series("k4", {1: [4.0, 4.0, 100.0], 2: [3.0]}) + series("k2", {1: [2.0], 2: [1.0]}),  # ratios 2, 3
+            bad=series("k4", {1: [4.0], 2: [1.0]}) + series("k2", {1: [2.0], 2: [2.0]}),  # ratios 2, 0.5
+            good_value=2.0,
+            bad_value=0.5,
+            missing=series("k4", {1: [4.0], 2: [3.0]}) + series("k2", {1: [2.0]}),
+            missing_value=None,
+            missing_detail="ratio_to: no results for sweep_value = [2]",
+            good_detail="2 > 1",
+            bad_detail="0.5 > 1",
+        ),
+    }
+)
 
 VERDICT_IDS = {C.HOLDS: "holds", C.DIFFERS: "differs", C.NOT_EXPECTED: "not_expected", C.NOT_RUN: "not_run"}
 
@@ -286,12 +374,14 @@ def test_not_expected_also_shows_a_differing_value(tmp_path, kind):
 
 def test_not_run_wins_over_not_expected(tmp_path):
     """Missing results are 'not run' whatever the scale."""
-    res = C.evaluate_claim(make_claim({"table": "exp1", "metric": "m"}, {"kind": "within", "lo": 0}), tmp_path,
-                           OTHER_SCALE)
+    res = C.evaluate_claim(
+        make_claim({"table": "exp1", "metric": "m"}, {"kind": "within", "lo": 0}), tmp_path, OTHER_SCALE
+    )
     assert res.verdict == C.NOT_RUN and res.ours is None
 
 
 # ----------------------------------------------------------------------------- run_check directly
+
 
 def test_within_reported_scalar_and_atol_only():
     assert C.run_check({"kind": "within", "atol": 0.5}, 3.4, 3) == (True, "|3.4 - 3| <= 0.5")
@@ -362,8 +452,12 @@ def test_ratio_to_zero_denominator_is_infinite(tmp_path):
 def test_ratio_to_uses_its_own_filter_not_where(tmp_path):
     """The denominator's rows are selected by ratio_to alone (the where filter does not narrow them)."""
     write_table(tmp_path, "exp1", seeds("k4", 4, [6.0]) + seeds("k2", 3, [3.0]) + seeds("k4", 3, [100.0]))
-    sel = {"table": "exp1", "metric": "m", "where": {"variant": "k4", "sweep_value": 4},
-           "ratio_to": {"variant": "k2", "sweep_value": 3}}
+    sel = {
+        "table": "exp1",
+        "metric": "m",
+        "where": {"variant": "k4", "sweep_value": 4},
+        "ratio_to": {"variant": "k2", "sweep_value": 3},
+    }
     assert C.read_ours(sel, tmp_path) == 2.0
 
 
@@ -373,7 +467,7 @@ AGG_VALUES = [1.0, 2.0, 4.0, 8.0, 100.0]
 AGG_EXPECTED = {
     "median": 4.0,
     "mean": 23.0,
-    "geomean": 6400.0 ** 0.2,  # (1 * 2 * 4 * 8 * 100) ** (1/5)
+    "geomean": 6400.0**0.2,  # (1 * 2 * 4 * 8 * 100) ** (1/5)
     "min": 1.0,
     "max": 100.0,
 }
@@ -411,8 +505,14 @@ def test_unknown_aggregate_is_an_error():
 
 
 def test_where_with_list_values(tmp_path):
-    rows = (seeds("k4", 1, [1000.0]) + seeds("k4", 2, [3.0]) + seeds("k4", 3, [5.0]) + seeds("k4", 4, [7.0])
-            + seeds("k8", 3, [2000.0]) + seeds("k2", 3, [11.0]))
+    rows = (
+        seeds("k4", 1, [1000.0])
+        + seeds("k4", 2, [3.0])
+        + seeds("k4", 3, [5.0])
+        + seeds("k4", 4, [7.0])
+        + seeds("k8", 3, [2000.0])
+        + seeds("k2", 3, [11.0])
+    )
     write_table(tmp_path, "exp1", rows)
     sel = {"table": "exp1", "metric": "m", "aggregate": "max", "where": {"variant": "k4", "sweep_value": [2, 3]}}
     assert C.read_ours(sel, tmp_path) == 5.0
@@ -429,20 +529,31 @@ def test_where_with_list_values(tmp_path):
 
 def test_where_on_a_column_with_blanks(tmp_path):
     """The theory table leaves H blank on rank rows, so pandas reads H as float: int filters still match."""
-    rows = [{"quantity": "interaction_rank", "k": 4, "n": 32, "H": "", "value": 4},
-            {"quantity": "mse_opt", "k": 4, "n": 32, "H": 1, "value": 12.0},
-            {"quantity": "mse_opt", "k": 4, "n": 32, "H": 2, "value": 7.75},
-            {"quantity": "mse_opt", "k": 4, "n": 32, "H": 4, "value": 0.0}]
+    rows = [
+        {"quantity": "interaction_rank", "k": 4, "n": 32, "H": "", "value": 4},
+        {"quantity": "mse_opt", "k": 4, "n": 32, "H": 1, "value": 12.0},
+        {"quantity": "mse_opt", "k": 4, "n": 32, "H": 2, "value": 7.75},
+        {"quantity": "mse_opt", "k": 4, "n": 32, "H": 4, "value": 0.0},
+    ]
     write_table(tmp_path, "theory", rows)
-    assert C.read_ours({"table": "theory", "metric": "value", "where": {"quantity": "mse_opt", "H": 2}},
-                       tmp_path) == 7.75
-    assert C.read_ours({"table": "theory", "metric": "value", "aggregate": "max",
-                        "where": {"quantity": "mse_opt", "H": [2, 4]}}, tmp_path) == 7.75
-    assert C.read_ours({"table": "theory", "metric": "value", "where": {"quantity": "interaction_rank", "k": 4}},
-                       tmp_path) == 4.0
+    assert (
+        C.read_ours({"table": "theory", "metric": "value", "where": {"quantity": "mse_opt", "H": 2}}, tmp_path) == 7.75
+    )
+    assert (
+        C.read_ours(
+            {"table": "theory", "metric": "value", "aggregate": "max", "where": {"quantity": "mse_opt", "H": [2, 4]}},
+            tmp_path,
+        )
+        == 7.75
+    )
+    assert (
+        C.read_ours({"table": "theory", "metric": "value", "where": {"quantity": "interaction_rank", "k": 4}}, tmp_path)
+        == 4.0
+    )
 
 
 # ----------------------------------------------------------------------------- the shipped claims
+
 
 def test_shipped_closed_form_claims_hold_against_the_theory_table(tmp_path, root):
     """The heads paper's closed-form and spec-derived theory claims against the theory table that
@@ -463,13 +574,19 @@ def test_shipped_closed_form_claims_hold_against_the_theory_table(tmp_path, root
 
 # ----------------------------------------------------------------------------- families (expand:) and defaults
 
+
 def test_expand_zips_the_lists_and_substitutes_everywhere():
     from seqmix.claim_families import expand_claims
 
-    fam = {"id": "rank-k{k}", "expand": {"k": [2, 4, 8], "rep": [2.0, 4.5, 8.25]}, "source": "closed-form",
-           "statement": "k = {k}: span{A^tau} has rank {rep}", "reported": "{rep}",
-           "ours": {"table": "theory", "metric": "value", "where": {"quantity": "rank_k{k}", "k": "{k}"}},
-           "check": {"kind": "within", "target": "{rep}", "atol": 0}}
+    fam = {
+        "id": "rank-k{k}",
+        "expand": {"k": [2, 4, 8], "rep": [2.0, 4.5, 8.25]},
+        "source": "closed-form",
+        "statement": "k = {k}: span{A^tau} has rank {rep}",
+        "reported": "{rep}",
+        "ours": {"table": "theory", "metric": "value", "where": {"quantity": "rank_k{k}", "k": "{k}"}},
+        "check": {"kind": "within", "target": "{rep}", "atol": 0},
+    }
     got, origins = expand_claims([fam])
     assert [c["id"] for c in got] == ["rank-k2", "rank-k4", "rank-k8"]  # zip: i-th value of every list
     c = got[1]
@@ -484,19 +601,34 @@ def test_expand_zips_the_lists_and_substitutes_everywhere():
 def test_expand_a_list_of_mappings_is_their_product_first_slowest():
     from seqmix.claim_families import expand_claims
 
-    fam = {"id": "t{table}-{loss}-z{z}", "expand": [{"loss": ["sup", "node"]}, {"z": [1, 2, 3], "l": [0, 1, 2]}],
-           "source": "paper", "ours": {"metric": "cos_z{z}_l{l}", "where": {"variant": "{loss}"}}, "table": 2}
+    fam = {
+        "id": "t{table}-{loss}-z{z}",
+        "expand": [{"loss": ["sup", "node"]}, {"z": [1, 2, 3], "l": [0, 1, 2]}],
+        "source": "paper",
+        "ours": {"metric": "cos_z{z}_l{l}", "where": {"variant": "{loss}"}},
+        "table": 2,
+    }
     got, _ = expand_claims([fam])
-    assert [c["id"] for c in got] == ["t{table}-sup-z1", "t{table}-sup-z2", "t{table}-sup-z3",
-                                      "t{table}-node-z1", "t{table}-node-z2", "t{table}-node-z3"]
+    assert [c["id"] for c in got] == [
+        "t{table}-sup-z1",
+        "t{table}-sup-z2",
+        "t{table}-sup-z3",
+        "t{table}-node-z1",
+        "t{table}-node-z2",
+        "t{table}-node-z3",
+    ]
     assert got[4]["ours"] == {"metric": "cos_z2_l1", "where": {"variant": "node"}}
 
 
 def test_expand_substitutes_lists_whole_and_keys():
     from seqmix.claim_families import expand_claims
 
-    fam = {"id": "low-k{k}", "expand": {"k": [2, 8], "H": [[2, 3], [8]]}, "source": "paper",
-           "ours": {"where": {"sweep_value": "{H}", "k{k}": True}}}
+    fam = {
+        "id": "low-k{k}",
+        "expand": {"k": [2, 8], "H": [[2, 3], [8]]},
+        "source": "paper",
+        "ours": {"where": {"sweep_value": "{H}", "k{k}": True}},
+    }
     got, _ = expand_claims([fam])
     assert got[0]["ours"]["where"] == {"sweep_value": [2, 3], "k2": True}
     assert got[1]["ours"]["where"] == {"sweep_value": [8], "k8": True}
@@ -508,21 +640,28 @@ def test_defaults_by_source_fill_only_missing_keys():
     from seqmix.claim_families import expand_claims
 
     defaults = {"closed-form": {"expected_at": ["tiny", "cpu", "paper"]}, "paper": {"expected_at": ["cpu"]}}
-    claims = [{"id": "a", "source": "closed-form"}, {"id": "b", "source": "paper"},
-              {"id": "c", "source": "paper", "expected_at": ["paper"]}, {"id": "d", "source": "spec-derived"}]
+    claims = [
+        {"id": "a", "source": "closed-form"},
+        {"id": "b", "source": "paper"},
+        {"id": "c", "source": "paper", "expected_at": ["paper"]},
+        {"id": "d", "source": "spec-derived"},
+    ]
     got, _ = expand_claims(claims, defaults)
     assert [c.get("expected_at") for c in got] == [["tiny", "cpu", "paper"], ["cpu"], ["paper"], None]
     got[0]["expected_at"].append("x")  # each claim gets its own copy
     assert defaults["closed-form"]["expected_at"] == ["tiny", "cpu", "paper"]
 
 
-@pytest.mark.parametrize("entry,keypath,fragment", [
-    ({"id": "a{k}", "expand": {"k": [1, 2], "j": [1]}}, "claims[0].expand", "need one length"),
-    ({"id": "a{k}", "expand": {"k": []}}, "claims[0].expand.k", "non-empty list"),
-    ({"id": "a{k}", "expand": {"1k": [1]}}, "claims[0].expand.1k", "identifier"),
-    ({"id": "a{k}", "expand": []}, "claims[0].expand", "expected a mapping"),
-    ({"id": "a", "expand": {"k": [1, 2]}}, "claims[0].id", "ids must be unique"),
-])
+@pytest.mark.parametrize(
+    "entry,keypath,fragment",
+    [
+        ({"id": "a{k}", "expand": {"k": [1, 2], "j": [1]}}, "claims[0].expand", "need one length"),
+        ({"id": "a{k}", "expand": {"k": []}}, "claims[0].expand.k", "non-empty list"),
+        ({"id": "a{k}", "expand": {"1k": [1]}}, "claims[0].expand.1k", "identifier"),
+        ({"id": "a{k}", "expand": []}, "claims[0].expand", "expected a mapping"),
+        ({"id": "a", "expand": {"k": [1, 2]}}, "claims[0].id", "ids must be unique"),
+    ],
+)
 def test_expand_errors_name_the_entry(entry, keypath, fragment):
     from seqmix.claim_families import ClaimSpecError, expand_claims
 
@@ -543,23 +682,37 @@ def test_shipped_claim_files_have_no_anchors_and_use_families(root):
 
 # ----------------------------------------------------------------------------- write_claims
 
-COLUMNS = ["id", "source", "artefact", "statement", "paper_value", "our_value", "check", "scale", "verdict",
-           "detail"]
+COLUMNS = ["id", "source", "artefact", "statement", "paper_value", "our_value", "check", "scale", "verdict", "detail"]
 
 
 def _four_results(tmp_path) -> list[C.ClaimResult]:
     write_table(tmp_path, "exp1", seeds("k4", 2, [1.0, 1.02, 1.04]) + series("k8", {1: [3.0], 2: [2.0]}))
     sel = {"table": "exp1", "metric": "m", "where": {"variant": "k4", "sweep_value": 2}}
     claims = [
-        dict(make_claim(sel, {"kind": "within", "lo": 0.95, "hi": 1.1}, reported="MSE/MSE* in [0.95, 1.10]"),
-             id="a-holds"),
-        dict(make_claim(sel, {"kind": "within", "rtol": 0.01}, reported=[2.0, 0.3]), id="b-differs",
-             statement="error | pipes are escaped", source="spec-derived"),
-        dict(make_claim({"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k8"}},
-                        {"kind": "ordering", "order": [1, 2]}, reported="qualitative", expected_at=["paper"]),
-             id="c-not-expected"),
-        dict(make_claim({"table": "missing", "metric": "m"}, {"kind": "threshold", "op": "<", "value": 1}),
-             id="d-not-run", source="closed-form"),
+        dict(
+            make_claim(sel, {"kind": "within", "lo": 0.95, "hi": 1.1}, reported="MSE/MSE* in [0.95, 1.10]"),
+            id="a-holds",
+        ),
+        dict(
+            make_claim(sel, {"kind": "within", "rtol": 0.01}, reported=[2.0, 0.3]),
+            id="b-differs",
+            statement="error | pipes are escaped",
+            source="spec-derived",
+        ),
+        dict(
+            make_claim(
+                {"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k8"}},
+                {"kind": "ordering", "order": [1, 2]},
+                reported="qualitative",
+                expected_at=["paper"],
+            ),
+            id="c-not-expected",
+        ),
+        dict(
+            make_claim({"table": "missing", "metric": "m"}, {"kind": "threshold", "op": "<", "value": 1}),
+            id="d-not-run",
+            source="closed-form",
+        ),
     ]
     return C.evaluate_claims(claims, tmp_path, SCALE)
 
@@ -576,10 +729,17 @@ def test_write_claims_csv(tmp_path):
     assert (df["scale"] == SCALE).all()
     assert df["our_value"].tolist() == ["1.02", "1.02", "1: 3, 2: 2", "—"]
     assert df["paper_value"].tolist() == ["MSE/MSE* in [0.95, 1.10]", "2.0 ± 0.3", "qualitative", "—"]
-    assert df["check"].tolist() == ["within(lo=0.95 hi=1.1)", "within(rtol=0.01)", "ordering(order=[1, 2])",
-                                    "threshold(op=< value=1)"]
-    assert df["detail"].tolist()[:3] == ["1.02 in [0.95, 1.1]", "|1.02 - 2| <= 0.02",
-                                         "monotone over [3.0, 2.0] (would hold)"]
+    assert df["check"].tolist() == [
+        "within(lo=0.95 hi=1.1)",
+        "within(rtol=0.01)",
+        "ordering(order=[1, 2])",
+        "threshold(op=< value=1)",
+    ]
+    assert df["detail"].tolist()[:3] == [
+        "1.02 in [0.95, 1.1]",
+        "|1.02 - 2| <= 0.02",
+        "monotone over [3.0, 2.0] (would hold)",
+    ]
     assert "does not exist" in df["detail"].tolist()[3]
 
 
@@ -593,10 +753,12 @@ def test_write_claims_markdown(tmp_path):
     assert "Verdicts: holds: 1, differs: 1, not expected at this scale: 1, not run: 1" in lines
     header = "| claim | source | artefact | statement | paper value | our value | check | verdict |"
     i = lines.index(header)
-    rows = lines[i + 2:]
+    rows = lines[i + 2 :]
     assert len(rows) == 4
-    assert rows[0] == ("| a-holds | paper | Figure 3 left | a statement | MSE/MSE* in [0.95, 1.10] | 1.02 | "
-                       "within(lo=0.95 hi=1.1): 1.02 in [0.95, 1.1] | **holds** |")
+    assert rows[0] == (
+        "| a-holds | paper | Figure 3 left | a statement | MSE/MSE* in [0.95, 1.10] | 1.02 | "
+        "within(lo=0.95 hi=1.1): 1.02 in [0.95, 1.1] | **holds** |"
+    )
     assert "error \\| pipes are escaped" in rows[1] and rows[1].endswith("| **differs** |")
     assert rows[2].endswith("| **not expected at this scale** |")
     assert rows[3].endswith("| **not run** |")

@@ -1,5 +1,6 @@
 """`seqmix progress`: the status of every leaf (evaluated / trained / in training / not started) from the
 files the stages write, with chosen metrics of the evaluated leaves."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,8 +16,9 @@ def test_progress_reports_each_leaf_state(tmp_path, capsys):
     for name in ("done", "trained", "running", "stale", "fresh"):
         out = root / "e1" / name
         out.mkdir(parents=True)
-        leaves.append({"id": f"{name}/-/seed1", "hash": f"h-{name}", "out_dir": str(out),
-                       "config": {"train": {"steps": 100}}})
+        leaves.append(
+            {"id": f"{name}/-/seed1", "hash": f"h-{name}", "out_dir": str(out), "config": {"train": {"steps": 100}}}
+        )
     write_json(root / "run" / "e1.a-0.json", {"leaves": leaves})
     write_json(root / "e1" / "done" / "metrics.json", {"hash": "h-done", "metrics": {"cos_z1": 0.91234, "acc": 1}})
     write_json(root / "e1" / "trained" / "train.done.json", {"hash": "h-trained"})

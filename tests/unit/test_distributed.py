@@ -2,6 +2,7 @@
 the weights of 1 process (same global batch and seed) within floating-point tolerance, for tensor batches
 (heads) and structured ones (superposition: a tuple input and a dataclass target); only rank 0 writes files;
 gloo is chosen for a CPU runtime and NCCL only for a CUDA one."""
+
 from __future__ import annotations
 
 import json
@@ -14,10 +15,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from conftest import ROOT
 from seqmix.config import cell_run_config, expand_cells, load_yaml
 from seqmix.training import distributed
-
-from conftest import ROOT
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -39,11 +39,18 @@ def _superposition_run(results: Path) -> dict:
     paper["experiments"] = {"e1": exp}
     exp["variants"] = {"sup": exp["variants"]["sup"]}
     exp["scales"]["tiny"].update(seeds=[42], cell_size=1)
-    exp["scales"]["tiny"]["set"].update(train={"steps": 40, "batch": 64, "log_every": 5, "checkpoint_every": 40},
-                                        eval={"every": 0})
+    exp["scales"]["tiny"]["set"].update(
+        train={"steps": 40, "batch": 64, "log_every": 5, "checkpoint_every": 40}, eval={"every": 0}
+    )
     (name, cell), leaves = next(iter(expand_cells("superposition", paper, "tiny").items()))
-    return cell_run_config("superposition", name, cell, leaves, "tiny",
-                           {"results": str(results), "tracking": {"uri": "none"}, "device": "cpu"})
+    return cell_run_config(
+        "superposition",
+        name,
+        cell,
+        leaves,
+        "tiny",
+        {"results": str(results), "tracking": {"uri": "none"}, "device": "cpu"},
+    )
 
 
 def _launch(run: dict, tmp: Path, world: int, force_gloo: bool = True) -> list[subprocess.CompletedProcess]:
@@ -56,14 +63,21 @@ def _launch(run: dict, tmp: Path, world: int, force_gloo: bool = True) -> list[s
     for r in range(world):
         env = dict(os.environ, OMP_NUM_THREADS="1")
         if world > 1:
-            env.update(RANK=str(r), WORLD_SIZE=str(world), LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
-                       MASTER_PORT=str(port))
+            env.update(
+                RANK=str(r), WORLD_SIZE=str(world), LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)
+            )
             if force_gloo:
                 env["SEQMIX_DIST_BACKEND"] = "gloo"
             else:
                 env.pop("SEQMIX_DIST_BACKEND", None)
-        procs.append(subprocess.Popen([sys.executable, "-m", "seqmix", "train", "--run", str(run_path),
-                                       "--out", str(tmp / "cell.json")], env=env, stderr=subprocess.PIPE, text=True))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "seqmix", "train", "--run", str(run_path), "--out", str(tmp / "cell.json")],
+                env=env,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     out = []
     for p in procs:
         _, err = p.communicate(timeout=240)

@@ -16,8 +16,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = ROOT / "docs" / "specs"
 PAPERS = sorted(p.stem for p in SPECS.glob("*.md"))
-CITE = re.compile(r"(?:\b(?P<paper>[a-z0-9]+) )?spec (?P<ids>(?:§ ?[0-9][0-9.]*[0-9]|§ ?[0-9]|E[0-9]+|U-[A-Z0-9-]+)"
-                  r"(?:, ?(?:§ ?[0-9][0-9.]*[0-9]|§ ?[0-9]|E[0-9]+|U-[A-Z0-9-]+))*)")
+CITE = re.compile(
+    r"(?:\b(?P<paper>[a-z0-9]+) )?spec (?P<ids>(?:§ ?[0-9][0-9.]*[0-9]|§ ?[0-9]|E[0-9]+|U-[A-Z0-9-]+)"
+    r"(?:, ?(?:§ ?[0-9][0-9.]*[0-9]|§ ?[0-9]|E[0-9]+|U-[A-Z0-9-]+))*)"
+)
 ONE_ID = re.compile(r"§ ?([0-9][0-9.]*[0-9]|[0-9])|(E[0-9]+)|(U-[A-Z0-9-]+)")
 SCANNED = ("src", "config", "workflow", "tests", "benchmarks", "Snakefile", "README.md", "CONTRIBUTING.md")
 
@@ -84,8 +86,10 @@ def test_every_citation_resolves():
     assert not bad, "unresolved spec citations:\n" + "\n".join(bad)
 
 
-@pytest.mark.parametrize("text,expected", [("see spec §4.3 and", ["4.3"]), ("(heads spec §2.3.1, §4.2)", ["2.3.1", "4.2"]),
-                                           ("spec E10, §4", ["E10", "4"])])
+@pytest.mark.parametrize(
+    "text,expected",
+    [("see spec §4.3 and", ["4.3"]), ("(heads spec §2.3.1, §4.2)", ["2.3.1", "4.2"]), ("spec E10, §4", ["E10", "4"])],
+)
 def test_pattern(text, expected):
     m = CITE.search(text)
     assert m and [next(g for g in o.groups() if g) for o in ONE_ID.finditer(m.group("ids"))] == expected

@@ -4,6 +4,7 @@ lag_sensitivity task, and the diagnose stage that measures models at initialisat
 The SSM's autograd Jacobian is checked against its closed form C A^(T-1) B to 1e-10 in float64, and the
 norms against the float32 underflow of pitfall P5.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,6 +45,7 @@ def rand(*shape, seed=0):
 
 
 # ----------------------------------------------------------------------------- diagnostics
+
 
 @pytest.mark.parametrize("T", [1, 2, 10, 60])
 def test_ssm_autograd_jacobian_equals_closed_form(T):
@@ -92,7 +94,7 @@ def test_attention_jacobian_against_a_dense_autograd_jacobian():
 def test_norms_in_float64_avoid_the_float32_underflow():
     """P5: entries of 1e-23 are representable in float32 but their squares underflow to 0."""
     J = torch.full((1, 64, 64), 1e-23, dtype=torch.float32)
-    assert float((J ** 2).sum().sqrt()) == 0.0  # a sum-of-squares norm in float32 reads exactly 0
+    assert float((J**2).sum().sqrt()) == 0.0  # a sum-of-squares norm in float32 reads exactly 0
     n = jacobian_norms(J)
     assert n["fro"].dtype == torch.float64
     assert n["fro"].item() == pytest.approx(64e-23, rel=1e-6)  # sqrt(64 * 64) * 1e-23
@@ -115,6 +117,7 @@ def test_geomean_log10():
 
 
 # ----------------------------------------------------------------------------- the linear SSM
+
 
 def test_scan_conv_fft_agree():
     m = ssm(d=5, N=7, seed=3)
@@ -147,8 +150,9 @@ def test_orthogonal_init_has_radius_and_norm_rho():
     assert torch.allclose(A.T @ A, 0.81 * torch.eye(16, dtype=torch.float64), atol=1e-6)  # float32 init, then cast
     assert m.spectral_radius() == pytest.approx(0.9, abs=1e-6)
     for tau in (1, 5, 20):
-        assert float(torch.linalg.matrix_norm(torch.linalg.matrix_power(A, tau), ord=2)) == pytest.approx(0.9 ** tau,
-                                                                                                          rel=1e-5)
+        assert float(torch.linalg.matrix_norm(torch.linalg.matrix_power(A, tau), ord=2)) == pytest.approx(
+            0.9**tau, rel=1e-5
+        )
     Q = haar_orthogonal(8, generator=torch.Generator().manual_seed(0))
     assert torch.allclose(Q.T @ Q, torch.eye(8, dtype=torch.float64), atol=1e-12)
 
@@ -167,6 +171,7 @@ def test_ssm_argument_errors():
 
 
 # ----------------------------------------------------------------------------- attention
+
 
 def test_mha_is_causal_and_forward_last_is_the_last_output():
     a = mha(d=8, heads=4)
@@ -212,7 +217,7 @@ def test_single_head_softmax_layer_eq9():
     # unscaled logits: row i is softmax_{t <= i}(q_i^T k_t)
     i = 2
     s = torch.stack([(W_Q @ x[i]) @ (W_K @ x[t]) for t in range(i + 1)])
-    assert torch.allclose(alpha[i, :i + 1], torch.softmax(s, 0), atol=1e-14)
+    assert torch.allclose(alpha[i, : i + 1], torch.softmax(s, 0), atol=1e-14)
     assert torch.allclose(head(x), alpha @ x @ V.T)
 
 
@@ -224,6 +229,7 @@ def test_mha_argument_errors():
 
 
 # ----------------------------------------------------------------------------- the task
+
 
 def test_lag_sensitivity_rows_for_the_ssm_and_attention():
     from seqmix.diagnostics.lag_sensitivity import diagnose
@@ -254,13 +260,28 @@ def test_diagnose_cell_measures_the_initial_model(tmp_path):
     from seqmix import stages
     from seqmix.io import config_hash
 
-    cfg = {"task": {"name": "lag_sensitivity", "d": 4, "T": [2, 5], "draws": 2},
-           "model": {"name": "bare", "mixer": {"name": "linear_ssm", "state": 3}},
-           "train": {"dtype": "float64"}, "eval": {}, "paper": "heads", "experiment": "exp2", "variant": "ssm",
-           "point": "-", "seed": 0, "sweep_value": None}
+    cfg = {
+        "task": {"name": "lag_sensitivity", "d": 4, "T": [2, 5], "draws": 2},
+        "model": {"name": "bare", "mixer": {"name": "linear_ssm", "state": 3}},
+        "train": {"dtype": "float64"},
+        "eval": {},
+        "paper": "heads",
+        "experiment": "exp2",
+        "variant": "ssm",
+        "point": "-",
+        "seed": 0,
+        "sweep_value": None,
+    }
     leaf = {"id": "ssm/-/seed0", "hash": config_hash(cfg), "out_dir": str(tmp_path / "ssm"), "config": cfg}
-    run = {"paper": "heads", "experiment": "exp2", "cell": "ssm-0", "scale": "tiny", "results": str(tmp_path),
-           "tracking": {"uri": "none"}, "leaves": [leaf]}
+    run = {
+        "paper": "heads",
+        "experiment": "exp2",
+        "cell": "ssm-0",
+        "scale": "tiny",
+        "results": str(tmp_path),
+        "tracking": {"uri": "none"},
+        "leaves": [leaf],
+    }
     out = stages.diagnose_cell(run)
     assert len(out["rows"]) == 2 * 2 and out["leaves"][0]["trained"] is False
     assert {"variant", "seed", "model", "T", "lag", "fro", "closed_form"} <= set(out["rows"][0])

@@ -1,5 +1,6 @@
 r"""Table 1 of the heads paper, rendered from config/papers/heads.yaml, held cell by cell against the
 paper's own strings written here (not read from the config)."""
+
 from __future__ import annotations
 
 import copy
@@ -17,15 +18,34 @@ MATH = {2, 4, 5, 6}  # the interaction tensor and the three cost columns are LaT
 PAPER_ROWS = [
     ["MLP", "Factorized", r"\delta_{ij}V", "Static", "O(n)", "O(1)", "O(1)"],
     ["CNN (separable)", "Factorized", r"c_{i-j}V", "Static", "O(n)", "O(1)", "O(1)"],
-    ["Attention", "Factorized",
-     r"\alpha_{ij}(X)\,V,\;\alpha_{ij}=\mathrm{softmax}(\mathbf{q}_{i}^{\top}\mathbf{k}_{j})",
-     "Dynamic", "O(n^{2})", "O(n^{2})", "O(1)"],
-    ["Linear Attn", "Factorized", r"(\phi(\mathbf{x}_{i})^{\top}\psi(\mathbf{x}_{j}))\,V",
-     "Dynamic", "O(n)", "O(1)", r"O(\log n)"],
+    [
+        "Attention",
+        "Factorized",
+        r"\alpha_{ij}(X)\,V,\;\alpha_{ij}=\mathrm{softmax}(\mathbf{q}_{i}^{\top}\mathbf{k}_{j})",
+        "Dynamic",
+        "O(n^{2})",
+        "O(n^{2})",
+        "O(1)",
+    ],
+    [
+        "Linear Attn",
+        "Factorized",
+        r"(\phi(\mathbf{x}_{i})^{\top}\psi(\mathbf{x}_{j}))\,V",
+        "Dynamic",
+        "O(n)",
+        "O(1)",
+        r"O(\log n)",
+    ],
     ["RNN / SSM (linear)", "Structured", r"C\,\bar{A}^{\,i-j}\bar{B}", "Static", "O(n)", "O(1)", r"O(\log n)"],
-    ["Mamba / selective SSM", "Structured",
-     r"C_{i}(X)\Big(\prod_{k=j+1}^{i}\bar{A}_{k}(X)\Big)\bar{B}_{j}(X)",
-     "Dynamic", "O(n)", "O(1)", r"O(\log n)"],
+    [
+        "Mamba / selective SSM",
+        "Structured",
+        r"C_{i}(X)\Big(\prod_{k=j+1}^{i}\bar{A}_{k}(X)\Big)\bar{B}_{j}(X)",
+        "Dynamic",
+        "O(n)",
+        "O(1)",
+        r"O(\log n)",
+    ],
 ]
 
 
@@ -67,8 +87,15 @@ def test_markdown_wraps_math_cells(rendered, table):
         cells = [f"${c}$" if j in MATH else c for j, c in enumerate(want)]
         assert _md_cells(line) == cells
     assert _md_cells(body[0]) == ["MLP", "Factorized", r"$\delta_{ij}V$", "Static", "$O(n)$", "$O(1)$", "$O(1)$"]
-    assert _md_cells(body[4]) == ["RNN / SSM (linear)", "Structured", r"$C\,\bar{A}^{\,i-j}\bar{B}$", "Static",
-                                  "$O(n)$", "$O(1)$", r"$O(\log n)$"]
+    assert _md_cells(body[4]) == [
+        "RNN / SSM (linear)",
+        "Structured",
+        r"$C\,\bar{A}^{\,i-j}\bar{B}$",
+        "Static",
+        "$O(n)$",
+        "$O(1)$",
+        r"$O(\log n)$",
+    ]
 
 
 def test_latex_is_booktabs_with_rows_joined_by_ampersands(rendered):
@@ -78,13 +105,15 @@ def test_latex_is_booktabs_with_rows_joined_by_ampersands(rendered):
     top, mid, bottom = tex.index(r"\toprule"), tex.index(r"\midrule"), tex.index(r"\bottomrule")
     assert top < mid < bottom
     assert tex[top + 1] == r"Model & Strategy & Interaction Tensor W\_ij & Weight Type & Complexity & Memory & Depth \\"
-    body = tex[mid + 1:bottom]
+    body = tex[mid + 1 : bottom]
     assert len(body) == len(PAPER_ROWS)
     for line, want in zip(body, PAPER_ROWS):
         cells = [f"${c}$" if j in MATH else c for j, c in enumerate(want)]
         assert line == " & ".join(cells) + r" \\"
-    assert body[2] == (r"Attention & Factorized & $\alpha_{ij}(X)\,V,\;\alpha_{ij}=\mathrm{softmax}"
-                       r"(\mathbf{q}_{i}^{\top}\mathbf{k}_{j})$ & Dynamic & $O(n^{2})$ & $O(n^{2})$ & $O(1)$ \\")
+    assert body[2] == (
+        r"Attention & Factorized & $\alpha_{ij}(X)\,V,\;\alpha_{ij}=\mathrm{softmax}"
+        r"(\mathbf{q}_{i}^{\top}\mathbf{k}_{j})$ & Dynamic & $O(n^{2})$ & $O(n^{2})$ & $O(1)$ \\"
+    )
     assert any(line.startswith(r"\caption{Comparison of representative architectures") for line in tex)
 
 

@@ -1,4 +1,5 @@
 """Atomic writes and canonical JSON (seqmix.io)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -16,6 +17,7 @@ from seqmix.io import atomic_path, canonical_json, config_hash, read_json, torch
 
 def _strict_loads(text: str):
     """json.loads that refuses NaN / Infinity (not JSON)."""
+
     def refuse(const):
         raise ValueError(f"non-standard JSON constant {const}")
 
@@ -27,6 +29,7 @@ def _leftovers(d: Path) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- atomic_path
+
 
 def test_atomic_path_renames_on_success(tmp_path):
     target = tmp_path / "out.txt"
@@ -93,6 +96,7 @@ def test_failing_json_write_leaves_target_untouched(tmp_path):
 
 # ----------------------------------------------------------------------------- write_json
 
+
 def test_write_json_sorts_keys_at_every_level(tmp_path):
     target = tmp_path / "out.json"
     write_json(target, {"b": 1, "a": {"z": 1, "y": [{"q": 1, "p": 2}]}, "c": None})
@@ -112,21 +116,48 @@ def test_write_json_indent_none_is_one_line(tmp_path):
 
 def test_write_json_nonfinite_floats_become_null(tmp_path):
     target = tmp_path / "out.json"
-    write_json(target, {"nan": float("nan"), "inf": float("inf"), "ninf": -float("inf"), "ok": 1.5,
-                        "nested": {"l": [1.0, float("nan")], "t": (float("inf"), 2)}})
+    write_json(
+        target,
+        {
+            "nan": float("nan"),
+            "inf": float("inf"),
+            "ninf": -float("inf"),
+            "ok": 1.5,
+            "nested": {"l": [1.0, float("nan")], "t": (float("inf"), 2)},
+        },
+    )
     data = _strict_loads(target.read_text())
     assert data == {"nan": None, "inf": None, "ninf": None, "ok": 1.5, "nested": {"l": [1.0, None], "t": [None, 2]}}
 
 
 def test_write_json_numpy_and_torch_values(tmp_path):
     target = tmp_path / "out.json"
-    write_json(target, {"np_nan": np.float32("nan"), "np_inf": np.float64("inf"), "np_int": np.int64(3),
-                        "np_f32": np.float32(0.5), "t_nan": torch.tensor(float("nan")), "t_one": torch.tensor(1.0),
-                        "np_arr": np.array([1.0, np.nan]), "t_arr": torch.tensor([[1.0, float("inf")]]),
-                        "path": Path("a/b")})
+    write_json(
+        target,
+        {
+            "np_nan": np.float32("nan"),
+            "np_inf": np.float64("inf"),
+            "np_int": np.int64(3),
+            "np_f32": np.float32(0.5),
+            "t_nan": torch.tensor(float("nan")),
+            "t_one": torch.tensor(1.0),
+            "np_arr": np.array([1.0, np.nan]),
+            "t_arr": torch.tensor([[1.0, float("inf")]]),
+            "path": Path("a/b"),
+        },
+    )
     data = _strict_loads(target.read_text())
-    assert data == {"np_nan": None, "np_inf": None, "np_int": 3, "np_f32": 0.5, "t_nan": None, "t_one": 1.0,
-                    "np_arr": [1.0, None], "t_arr": [[1.0, None]], "path": "a/b"}
+    assert data == {
+        "np_nan": None,
+        "np_inf": None,
+        "np_int": 3,
+        "np_f32": 0.5,
+        "t_nan": None,
+        "t_one": 1.0,
+        "np_arr": [1.0, None],
+        "t_arr": [[1.0, None]],
+        "path": "a/b",
+    }
 
 
 def test_read_json_round_trip(tmp_path):
@@ -136,6 +167,7 @@ def test_read_json_round_trip(tmp_path):
 
 
 # ----------------------------------------------------------------------------- canonical JSON and hashes
+
 
 def test_canonical_json_is_compact_and_sorted():
     assert canonical_json({"b": [1, 2], "a": {"d": 1, "c": "x"}}) == '{"a":{"c":"x","d":1},"b":[1,2]}'
@@ -173,6 +205,7 @@ def test_canonical_json_rejects_unknown_types():
 
 
 # ----------------------------------------------------------------------------- torch_save
+
 
 def test_torch_save_is_atomic_and_loads_with_weights_only(tmp_path):
     target = tmp_path / "ckpt.pt"

@@ -1,6 +1,7 @@
 """Attention family: accumulated rotations against explicit rotation matrices along the path (oracle), and
 the reduction identities of the rotations paper (zero steps = NoPE, constant steps = RoPE, learned at init =
 RoPE, Q/K/V at init = RoPE Q/K/V); ALiBi against a dense bias."""
+
 from __future__ import annotations
 
 import math
@@ -9,7 +10,6 @@ import pytest
 import torch
 
 from seqmix.mixers.base import build_mixer
-
 from theory.oracles import rel_err, transported_attention
 
 D, H, T = 8, 2, 7
@@ -39,10 +39,18 @@ def oracle_output(m, x, psi, psi_v):
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-@pytest.mark.parametrize("name,extra", [("rope", {}), ("rope_qkv", {}),
-                                        ("so2_learned_qk", {}), ("so2_learned_qkv", {"angles_per_head": False}),
-                                        ("so2_random_qk", {}), ("so2_random_qkv", {"value_path": "same"}),
-                                        ("so2_random_qkv", {"angles_per_head": True})])
+@pytest.mark.parametrize(
+    "name,extra",
+    [
+        ("rope", {}),
+        ("rope_qkv", {}),
+        ("so2_learned_qk", {}),
+        ("so2_learned_qkv", {"angles_per_head": False}),
+        ("so2_random_qk", {}),
+        ("so2_random_qkv", {"value_path": "same"}),
+        ("so2_random_qkv", {"angles_per_head": True}),
+    ],
+)
 def test_rotations_match_explicit_path_matrices(name, extra, dtype):
     m = mixer(name, **extra)
     x = torch.randn(2, T, D, dtype=torch.float64)

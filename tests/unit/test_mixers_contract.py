@@ -1,5 +1,6 @@
 """The mixer contract, for every registered causal mixer: schema, shapes, causality, float64 gradcheck, step
 decoding == parallel forward (where a recurrent form exists), clear ValueErrors, reported backend."""
+
 from __future__ import annotations
 
 import jsonschema
@@ -16,14 +17,28 @@ T = 6
 
 # options that make each mixer tiny; every registered mixer must appear here (test_every_mixer_is_covered)
 OPTIONS = {
-    "softmax_attention": {"heads": 2}, "nope": {"heads": 2}, "rope": {"heads": 2}, "rope_qkv": {"heads": 2},
-    "alibi": {"heads": 2}, "so2_random_qk": {"heads": 2}, "so2_random_qkv": {"heads": 2},
-    "so2_learned_qk": {"heads": 2}, "so2_learned_qkv": {"heads": 2}, "path": {"heads": 2, "chunk": 4},
-    "s4d": {"d_state": 3}, "s6": {"d_state": 3}, "b2s6": {"blocks": 2, "d_state": 3},
-    "b2s6_real": {"blocks": 2, "d_state": 3}, "b2s6_nobias": {"blocks": 2, "d_state": 3},
+    "softmax_attention": {"heads": 2},
+    "nope": {"heads": 2},
+    "rope": {"heads": 2},
+    "rope_qkv": {"heads": 2},
+    "alibi": {"heads": 2},
+    "so2_random_qk": {"heads": 2},
+    "so2_random_qkv": {"heads": 2},
+    "so2_learned_qk": {"heads": 2},
+    "so2_learned_qkv": {"heads": 2},
+    "path": {"heads": 2, "chunk": 4},
+    "s4d": {"d_state": 3},
+    "s6": {"d_state": 3},
+    "b2s6": {"blocks": 2, "d_state": 3},
+    "b2s6_real": {"blocks": 2, "d_state": 3},
+    "b2s6_nobias": {"blocks": 2, "d_state": 3},
     "mamba": {"expand": 1, "unit_options": {"d_state": 3}},
-    "mamba2": {"d_state": 3, "headdim": 4, "chunk": 4}, "sessa": {"heads": 2}, "sessa_nofb": {"heads": 2},
-    "linear_ssm": {"state": 3}, "factorized_linear_attention": {"heads": 2}, "mha": {"heads": 2},
+    "mamba2": {"d_state": 3, "headdim": 4, "chunk": 4},
+    "sessa": {"heads": 2},
+    "sessa_nofb": {"heads": 2},
+    "linear_ssm": {"state": 3},
+    "factorized_linear_attention": {"heads": 2},
+    "mha": {"heads": 2},
     "bidirectional": {"mixer": {"name": "s4d", "d_state": 3}},
 }
 NONCAUSAL = {"bidirectional"}
@@ -138,15 +153,18 @@ def test_backend_is_reported(name):
     assert set(backend_report(torch.nn.Sequential(m)).values()) == {"reference"}
 
 
-@pytest.mark.parametrize("name,kw,arg", [
-    ("rope", {"heads": 2}, "head_dim"),  # width 6: head_dim 3 is odd
-    ("so2_learned_qkv", {"heads": 2}, "head_dim"),
-    ("sessa", {"heads": 2}, "head_dim"),
-    ("softmax_attention", {"heads": 4}, "heads"),
-    ("b2s6", {"blocks": 4}, "blocks"),
-    ("mamba2", {"headdim": 8}, "headdim"),  # d_inner = 20
-    ("s6", {"d_state": 0}, "d_state"),
-])
+@pytest.mark.parametrize(
+    "name,kw,arg",
+    [
+        ("rope", {"heads": 2}, "head_dim"),  # width 6: head_dim 3 is odd
+        ("so2_learned_qkv", {"heads": 2}, "head_dim"),
+        ("sessa", {"heads": 2}, "head_dim"),
+        ("softmax_attention", {"heads": 4}, "heads"),
+        ("b2s6", {"blocks": 4}, "blocks"),
+        ("mamba2", {"headdim": 8}, "headdim"),  # d_inner = 20
+        ("s6", {"d_state": 0}, "d_state"),
+    ],
+)
 def test_shape_errors_name_the_argument(name, kw, arg):
     width = 10 if arg in ("heads", "blocks", "headdim") else 6
     with pytest.raises(ValueError, match=arg):

@@ -8,6 +8,7 @@ size (Mamba-1/Mamba2 blocks, measured ~0.87 chance) or have no input-dependent r
 linear SSM and factorized attention, ~0.95 chance): the test shows the model uses the context, it is not a
 benchmark.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -18,12 +19,28 @@ from seqmix.tasks.assoc_recall import AssocRecall
 from seqmix.training.optim import param_groups
 
 OPTIONS = {
-    "softmax_attention": {}, "nope": {}, "rope": {}, "rope_qkv": {}, "alibi": {}, "so2_random_qk": {},
-    "so2_random_qkv": {}, "so2_learned_qk": {}, "so2_learned_qkv": {}, "path": {"chunk": 8},
-    "s4d": {}, "s6": {"d_state": 4}, "b2s6": {"blocks": 4, "d_state": 4}, "b2s6_real": {"blocks": 4, "d_state": 4},
-    "b2s6_nobias": {"blocks": 4, "d_state": 4}, "mamba": {"unit_options": {"d_state": 4}},
-    "mamba2": {"headdim": 16, "d_state": 16, "chunk": 8}, "sessa": {}, "sessa_nofb": {},
-    "linear_ssm": {"state": 16}, "factorized_linear_attention": {"heads": 2}, "mha": {},
+    "softmax_attention": {},
+    "nope": {},
+    "rope": {},
+    "rope_qkv": {},
+    "alibi": {},
+    "so2_random_qk": {},
+    "so2_random_qkv": {},
+    "so2_learned_qk": {},
+    "so2_learned_qkv": {},
+    "path": {"chunk": 8},
+    "s4d": {},
+    "s6": {"d_state": 4},
+    "b2s6": {"blocks": 4, "d_state": 4},
+    "b2s6_real": {"blocks": 4, "d_state": 4},
+    "b2s6_nobias": {"blocks": 4, "d_state": 4},
+    "mamba": {"unit_options": {"d_state": 4}},
+    "mamba2": {"headdim": 16, "d_state": 16, "chunk": 8},
+    "sessa": {},
+    "sessa_nofb": {},
+    "linear_ssm": {"state": 16},
+    "factorized_linear_attention": {"heads": 2},
+    "mha": {},
 }
 BOUND = {name: 0.75 for name in OPTIONS}
 BOUND.update({"mamba": 0.92, "mamba2": 0.92, "linear_ssm": 0.97, "factorized_linear_attention": 0.97})

@@ -1,5 +1,6 @@
 """Sessa: the mixer's solve against the recurrence and a dense solve, gamma = 0 == the feedback-removed
 ablation, the feedback weights' structure, and the block's parameter count (sessa spec §2.2)."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,7 +8,6 @@ import torch
 
 from seqmix.mixers.sessa import SessaBlock, SessaMixer, SessaNoFeedback
 from seqmix.models.sizing import count_parameters
-
 from theory.oracles import feedback_dense_solve, feedback_recurrence, rel_err
 
 
@@ -46,14 +46,19 @@ def test_gamma_zero_equals_feedback_removed():
     assert rel_err(m(a), nofb(a)) <= 1e-14
 
 
-@pytest.mark.parametrize("heads,per_block", [(4, lambda D: 9 * D * D + 11 * D + 1), (1, lambda D: 8 * D * D + 11 * D + 1)])
+@pytest.mark.parametrize(
+    "heads,per_block", [(4, lambda D: 9 * D * D + 11 * D + 1), (1, lambda D: 8 * D * D + 11 * D + 1)]
+)
 def test_block_parameter_count(heads, per_block):
     D = 16
     assert count_parameters(SessaBlock(D, SessaMixer(D, heads=heads))) == per_block(D)
     # the feedback branch: proj_fb 2D^2 + 2D plus gamma D + 1 = 2D^2 + 3D + 1 (the spec's breakdown; its
     # one-line summary "2D^2 + D + 1" drops the proj_fb bias)
-    assert count_parameters(SessaBlock(D, SessaMixer(D, heads=heads))) - count_parameters(
-        SessaBlock(D, SessaNoFeedback(D, heads=heads))) == 2 * D * D + 3 * D + 1
+    assert (
+        count_parameters(SessaBlock(D, SessaMixer(D, heads=heads)))
+        - count_parameters(SessaBlock(D, SessaNoFeedback(D, heads=heads)))
+        == 2 * D * D + 3 * D + 1
+    )
 
 
 def test_gamma_max_must_be_in_unit_interval():

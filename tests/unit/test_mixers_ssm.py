@@ -1,5 +1,6 @@
 """State-space family: S4D convolution == recurrence; B2S6 reductions (one block, no bias == S6; Im A = 0 ==
 real path); Mamba2 chunked == recurrent; B2S6 optimiser groups."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,7 +9,6 @@ import torch
 from seqmix.mixers.base import build_mixer
 from seqmix.mixers.ssm import B2S6, S4D, S6, Mamba2, MambaBlock
 from seqmix.training.optim import param_groups
-
 from theory.oracles import rel_err, selective_scan_loop
 
 TOL = {torch.float64: 1e-10, torch.float32: 1e-4}
@@ -36,8 +36,9 @@ def test_s4d_kernel_matches_oracle_recurrence():
     u[:, 0] = 1
     Bp, Cp = m._BC()
     delta = torch.exp(m.log_dt).expand(1, L, 3)
-    y, _ = selective_scan_loop(u, delta, m.A().detach(), torch.zeros(1, L, 3, 4), Cp.detach().expand(1, L, 3, 4),
-                               Bp.detach())
+    y, _ = selective_scan_loop(
+        u, delta, m.A().detach(), torch.zeros(1, L, 3, 4), Cp.detach().expand(1, L, 3, 4), Bp.detach()
+    )
     assert rel_err(m.kernel(L), y[0]) <= 1e-10
 
 
@@ -76,7 +77,7 @@ def test_b2s6_block_only_rank_and_bias_rank():
     of input-driven state when u_k^(i) = 1 for all channels; with the bias the rank grows past h."""
     torch.manual_seed(4)
     d, h = 8, 2
-    x = torch.randn(1, 12, d, dtype=torch.float64)
+    torch.randn(1, 12, d, dtype=torch.float64)
     for bias, limit in ((False, h), (True, d)):
         m = B2S6(d, blocks=h, d_state=6, complex=False, bias=bias).double()
         ones = torch.ones(1, 12, d, dtype=torch.float64)

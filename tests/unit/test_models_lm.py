@@ -1,4 +1,5 @@
 """Decoder LM, sequence classifier, the parameter-count helper and the associative-recall task."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,7 +15,9 @@ from seqmix.tasks.assoc_recall import IGNORE, AssocRecall
 
 def test_lm_shapes_tied_head_and_backends():
     task = AssocRecall(pairs=3, keys=8, values=4)
-    m = DecoderLM(**task.model_inputs(), d_model=16, n_layers=2, mixer={"name": "mamba2", "headdim": 8, "d_state": 4, "chunk": 4})
+    m = DecoderLM(
+        **task.model_inputs(), d_model=16, n_layers=2, mixer={"name": "mamba2", "headdim": 8, "d_state": 4, "chunk": 4}
+    )
     x, _ = task.batch(0, 0, 0, 2)
     assert m(x).shape == (2, task.seq_len, task.vocab_size)
     assert m.head.weight is m.embed.weight
@@ -26,7 +29,10 @@ def test_lm_shapes_tied_head_and_backends():
 def test_lm_gated_block_and_token_angles():
     task = AssocRecall(pairs=2, keys=4, values=4)
     x, _ = task.batch(0, 0, 0, 2)
-    for mixer, block in (({"name": "sessa", "heads": 2}, "gated"), ({"name": "so2_learned_qkv", "heads": 2}, "residual_mlp")):
+    for mixer, block in (
+        ({"name": "sessa", "heads": 2}, "gated"),
+        ({"name": "so2_learned_qkv", "heads": 2}, "residual_mlp"),
+    ):
         m = DecoderLM(**task.model_inputs(), d_model=8, n_layers=1, mixer=mixer, block=block)
         assert m(x).shape == (2, 8, 8)
     assert m.blocks[0].mixer.needs_tokens and m.blocks[0].mixer.angle_table.shape == (8, 2 * 2)
@@ -35,6 +41,7 @@ def test_lm_gated_block_and_token_angles():
 def test_registered_models_build_through_registry():
     task = AssocRecall(pairs=2, keys=4, values=4)
     from seqmix.models import build_model
+
     m = build_model({"name": "decoder_lm", "d_model": 8, "n_layers": 1, "mixer": {"name": "rope", "heads": 2}}, task)
     assert isinstance(m, DecoderLM)
     assert {"decoder_lm", "sequence_classifier"} <= set(registry.names("model"))
@@ -42,8 +49,13 @@ def test_registered_models_build_through_registry():
 
 def test_classifier_mean_pooling_respects_lengths():
     torch.manual_seed(0)
-    m = SequenceClassifier(d_model=8, n_layers=1, vocab_size=10, num_classes=3,
-                           mixer={"name": "bidirectional", "mixer": {"name": "s6", "d_state": 2}}).double()
+    m = SequenceClassifier(
+        d_model=8,
+        n_layers=1,
+        vocab_size=10,
+        num_classes=3,
+        mixer={"name": "bidirectional", "mixer": {"name": "s6", "d_state": 2}},
+    ).double()
     x = torch.randint(0, 10, (2, 7))
     lengths = torch.tensor([7, 4])
     out = m(x, lengths)
@@ -53,10 +65,15 @@ def test_classifier_mean_pooling_respects_lengths():
     assert cont(torch.randn(3, 9, 1)).shape == (3, 2)
 
 
-@pytest.mark.parametrize("mixer,target", [({"name": "rope", "heads": 4}, 250_000),
-                                          ({"name": "mamba2", "headdim": 16, "d_state": 16}, 400_000),
-                                          ({"name": "b2s6", "blocks": 8, "d_state": 8}, 120_000),
-                                          ({"name": "sessa", "heads": 4}, 300_000)])
+@pytest.mark.parametrize(
+    "mixer,target",
+    [
+        ({"name": "rope", "heads": 4}, 250_000),
+        ({"name": "mamba2", "headdim": 16, "d_state": 16}, 400_000),
+        ({"name": "b2s6", "blocks": 8, "d_state": 8}, 120_000),
+        ({"name": "sessa", "heads": 4}, 300_000),
+    ],
+)
 def test_size_to_target_within_one_percent(mixer, target):
     cfg = size_decoder_lm(target, vocab_size=100, n_layers=2, mixer=mixer, multiple_of=8)
     m = DecoderLM(vocab_size=100, **{k: v for k, v in cfg.items() if k != "parameters"})
@@ -83,7 +100,7 @@ def test_assoc_recall_is_a_pure_function_of_seed_step_rank():
     x, y = a
     P = 4
     for row in range(5):
-        kv = dict(zip(x[row, 0:2 * P:2].tolist(), x[row, 1:2 * P:2].tolist()))
+        kv = dict(zip(x[row, 0 : 2 * P : 2].tolist(), x[row, 1 : 2 * P : 2].tolist()))
         assert len(kv) == P  # distinct keys
         for i in range(P):
             q = int(x[row, 2 * P + 2 * i])

@@ -1,5 +1,6 @@
 """The shared report helpers: the one table writer (Markdown, LaTeX booktabs, CSV), seed statistics,
 fits, curve crossings and the figure writer. Expected values are worked out by hand here."""
+
 from __future__ import annotations
 
 import csv
@@ -26,14 +27,18 @@ def md_rows(md: str) -> list[list[str]]:
 
 # ----------------------------------------------------------------------------- tables
 
+
 def test_render_table_keeps_display_strings_and_escapes_pipes():
     df = pd.DataFrame([["L_sup", "1.00", "0.652 ± 0.001"], ["a|b", "0.10", "—"]], columns=["mode", "c=0", "c=1"])
     out = render_table(df, caption="Table X: cos per slot.")
     lines = out["md"].splitlines()
     assert lines[0] == "Table X: cos per slot." and lines[1] == ""
     assert md_rows(out["md"]) == [["mode", "c=0", "c=1"], ["L_sup", "1.00", "0.652 ± 0.001"], ["a\\|b", "0.10", "—"]]
-    assert list(csv.reader(io.StringIO(out["csv"]))) == [["mode", "c=0", "c=1"], ["L_sup", "1.00", "0.652 ± 0.001"],
-                                                         ["a|b", "0.10", "—"]]
+    assert list(csv.reader(io.StringIO(out["csv"]))) == [
+        ["mode", "c=0", "c=1"],
+        ["L_sup", "1.00", "0.652 ± 0.001"],
+        ["a|b", "0.10", "—"],
+    ]
 
 
 def test_latex_is_booktabs_with_escaped_text_and_raw_math():
@@ -44,7 +49,7 @@ def test_latex_is_booktabs_with_escaped_text_and_raw_math():
     assert tex[3] == r"\begin{tabular}{lll}"
     top, mid, bottom = tex.index(r"\toprule"), tex.index(r"\midrule"), tex.index(r"\bottomrule")
     assert tex[top + 1] == r"name\_1 & formula & share \\"
-    assert tex[mid + 1:bottom] == [r"W\_ij \& more & $\alpha_{ij}$ & 50\% \\"]
+    assert tex[mid + 1 : bottom] == [r"W\_ij \& more & $\alpha_{ij}$ & 50\% \\"]
 
 
 def test_math_columns_wrap_in_markdown_only_and_must_exist():
@@ -75,6 +80,7 @@ def test_write_csv_takes_the_union_of_keys_in_order(tmp_path):
 
 
 # ----------------------------------------------------------------------------- stats
+
 
 def test_mean_std_over_seeds():
     assert stats.mean_std([0.5, 0.7]) == f"0.600 ± {math.sqrt(0.02):.3f}"  # sample std, ddof = 1
@@ -119,6 +125,7 @@ def test_crossing_interpolates_between_samples():
 
 
 # ----------------------------------------------------------------------------- plots
+
 
 def test_band_is_mean_and_std_over_seeds_and_save_figure_writes_its_data(tmp_path):
     df = pd.DataFrame({"step": [0, 0, 10, 10, 20], "v": [1.0, 3.0, 2.0, 2.0, 5.0]})

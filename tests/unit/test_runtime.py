@@ -1,6 +1,7 @@
 """The runtime: device resolution and the config error for a missing GPU, batches moved to the device,
 the run config carrying the runtime, optimizer hints reaching the loop's optimizer, the fused NaN guard,
 and in-training diagnostics that are counted and can be switched off."""
+
 from __future__ import annotations
 
 import copy
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
+from conftest import ROOT
 from seqmix.config import ConfigError, cell_run_config, load_all, load_yaml
 from seqmix.io import config_hash
 from seqmix.training import loop
@@ -17,14 +19,13 @@ from seqmix.training.guard import NonFiniteError, StepGuard
 from seqmix.training.optim import param_groups
 from seqmix.training.runtime import Runtime, move
 
-from conftest import ROOT
-
 
 def cuda_available(monkeypatch, value: bool) -> None:
     monkeypatch.setattr(torch.cuda, "is_available", lambda: value)
 
 
 # ----------------------------------------------------------------------------- resolution and config errors
+
 
 def test_defaults_and_auto_resolve_to_this_machine(monkeypatch):
     assert Runtime.resolve(None) == Runtime("cpu", "bfloat16", False, False, "fallback")
@@ -75,8 +76,13 @@ def test_run_config_carries_the_runtime_settings():
     paper = load_yaml(ROOT / "config" / "papers" / "heads.yaml")
     (exp, cell), leaves = next(iter(expand_cells("heads", paper, "tiny").items()))
     run = cell_run_config("heads", exp, cell, leaves, "tiny", _globals(device="auto", amp=True))
-    assert run["runtime"] == {"device": "auto", "dtype": "bfloat16", "amp": True, "compile": False,
-                              "kernels": "fallback"}
+    assert run["runtime"] == {
+        "device": "auto",
+        "dtype": "bfloat16",
+        "amp": True,
+        "compile": False,
+        "kernels": "fallback",
+    }
     assert Runtime.resolve(run["runtime"]).amp is True
     # the runtime is not part of a leaf's identity: moving a run to a GPU re-runs nothing that is done
     cpu_run = cell_run_config("heads", exp, cell, leaves, "tiny", _globals(device="cpu"))
@@ -84,6 +90,7 @@ def test_run_config_carries_the_runtime_settings():
 
 
 # ----------------------------------------------------------------------------- moving batches, autocast
+
 
 @dataclass
 class Pair:
@@ -110,13 +117,30 @@ def test_amp_autocasts_the_forward_on_cpu():
 
 # ----------------------------------------------------------------------------- optimizer hints in the loop
 
+
 def lm_leaf(mixer: dict, steps: int = 6, lr: float = 0.01, weight_decay: float = 0.1, **train) -> dict:
     return {
         "task": {"name": "assoc_recall", "pairs": 2, "keys": 8, "values": 4, "test_size": 16},
         "model": {"name": "decoder_lm", "d_model": 16, "n_layers": 1, "mixer": mixer},
-        "train": {"optimizer": "adamw", "lr": lr, "weight_decay": weight_decay, "schedule": "constant",
-                  "steps": steps, "batch": 4, "checkpoint_every": steps, "log_every": 2, "dtype": "float32", **train},
-        "eval": {}, "paper": "t", "experiment": "e", "variant": "v", "point": "-", "seed": 0, "sweep_value": None,
+        "train": {
+            "optimizer": "adamw",
+            "lr": lr,
+            "weight_decay": weight_decay,
+            "schedule": "constant",
+            "steps": steps,
+            "batch": 4,
+            "checkpoint_every": steps,
+            "log_every": 2,
+            "dtype": "float32",
+            **train,
+        },
+        "eval": {},
+        "paper": "t",
+        "experiment": "e",
+        "variant": "v",
+        "point": "-",
+        "seed": 0,
+        "sweep_value": None,
     }
 
 
@@ -131,14 +155,15 @@ def test_hinted_learning_rates_reach_the_loops_optimizer(tmp_path, monkeypatch):
     monkeypatch.setattr(loop, "build_optimizer", spy)
     cfg = lm_leaf({"name": "b2s6", "blocks": 2, "d_state": 2})
     loop.train(cfg, tmp_path, config_hash(cfg))
-    (model, opt), = built
+    ((model, opt),) = built
     names = {id(p): n for n, p in model.named_parameters()}
     by_name = {names[id(p)]: (g["lr"], g["weight_decay"]) for g in opt.param_groups for p in g["params"]}
     assert sorted(by_name) == sorted(names.values())
     # the checkpoint holds the same groups (what a resumed run continues with)
     saved = torch.load(tmp_path / "checkpoint.pt", weights_only=True)["optimizer"]["param_groups"]
-    assert [(g["lr"], g["weight_decay"], len(g["params"])) for g in saved] == \
-        [(g["lr"], g["weight_decay"], len(g["params"])) for g in opt.param_groups]
+    assert [(g["lr"], g["weight_decay"], len(g["params"])) for g in saved] == [
+        (g["lr"], g["weight_decay"], len(g["params"])) for g in opt.param_groups
+    ]
     mixer = "blocks.0.mixer."
     assert by_name[mixer + "w"] == by_name[mixer + "b"] == (pytest.approx(1e-3), 0.0)  # min(1e-3, 0.1 lr)
     assert by_name[mixer + "B_bias"] == (1e-3, 0.0)
@@ -158,6 +183,7 @@ def test_hints_naming_no_parameter_are_refused():
 
 
 # ----------------------------------------------------------------------------- the fused NaN guard
+
 
 def test_guard_syncs_once_and_names_nothing_while_finite(monkeypatch):
     model = torch.nn.Linear(3, 2)
@@ -204,6 +230,7 @@ def test_guard_names_the_gradient_and_tolerates_an_overflowing_norm(caplog):
 
 # ----------------------------------------------------------------------------- diagnostics during training
 
+
 def test_in_training_diagnostics_are_counted_and_can_be_switched_off(tmp_path, monkeypatch):
     from seqmix.tasks.assoc_recall import AssocRecall
 
@@ -229,6 +256,7 @@ def test_backend_is_reported_after_the_first_step(tmp_path):
 
 
 # ----------------------------------------------------------------------------- allocator settings for jobs
+
 
 def test_allocator_tunables_are_added_unless_malloc_is_already_set(monkeypatch):
     from seqmix.training import allocator

@@ -2,6 +2,7 @@
 imports is registered; one that cannot run falls back with a warning, or raises under strict kernels
 (config key `kernels: strict` through the runtime, or SEQMIX_STRICT_KERNELS=1); mixers report the backend
 their ops would run on their device."""
+
 from __future__ import annotations
 
 import warnings

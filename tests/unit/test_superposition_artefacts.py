@@ -1,6 +1,7 @@
 """Every superposition artefact called directly (no Snakemake) on a spec built here: tiny summary CSVs and
 leaf histories written by the test, the declared analysis keys and claims read from the real config. Each
 artefact must write exactly its declared files, with the rows worked out here by hand."""
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,14 @@ def declared(root) -> dict:
 def _row(variant: str, seed: int, base: float) -> dict:
     """One leaf's summary row; cos_z1 = base + (seed - 42) / 10, so two seeds give mean base + 0.05."""
     d = (seed - 42) / 10
-    row = {"variant": variant, "seed": seed, "sel_front_l0": 0.3 + d, "acc_new_frontier": 0.4 + d,
-           "acc_two_candidate": 0.45, "acc_lexmin": 0.2 + d}
+    row = {
+        "variant": variant,
+        "seed": seed,
+        "sel_front_l0": 0.3 + d,
+        "acc_new_frontier": 0.4 + d,
+        "acc_two_candidate": 0.45,
+        "acc_lexmin": 0.2 + d,
+    }
     for c in (1, 2, 3):
         row |= {f"cos_z{c}": base + d - c / 100, f"cos_theory_l{c - 1}": 0.8 + c / 100, f"r_z{c}": 0.9 - c / 100}
     return row
@@ -56,10 +63,12 @@ def _history(seed: int, e4: bool) -> dict:
 def runs(tmp_path_factory) -> dict:
     """summaries/<exp>.csv and leaves/<exp>/<variant>/<seed>/history.json; returns the spec's inputs."""
     root = tmp_path_factory.mktemp("sp-runs")
-    tables = {"e1": [_row(m, s, 0.5 + i / 10) for i, m in enumerate(MODES) for s in SEEDS],
-              "e2": [_row(v, s, 0.3) for v in E2 for s in SEEDS],
-              "e4": [_row(v, s, 0.2) for v in ("default", "small_qk") for s in SEEDS],
-              "e11": [_row(v, 42, 0.6) for v in ("tied", "heads2")]}
+    tables = {
+        "e1": [_row(m, s, 0.5 + i / 10) for i, m in enumerate(MODES) for s in SEEDS],
+        "e2": [_row(v, s, 0.3) for v in E2 for s in SEEDS],
+        "e4": [_row(v, s, 0.2) for v in ("default", "small_qk") for s in SEEDS],
+        "e11": [_row(v, 42, 0.6) for v in ("tied", "heads2")],
+    }
     summaries, leaves = {}, {}
     for exp, rows in tables.items():
         summaries[exp] = root / f"{exp}.csv"
@@ -69,8 +78,14 @@ def runs(tmp_path_factory) -> dict:
             out_dir = root / "leaves" / exp / r["variant"] / str(r["seed"])
             out_dir.mkdir(parents=True)
             (out_dir / "history.json").write_text(json.dumps(_history(r["seed"], exp == "e4")))
-            leaves[exp].append({"id": f"{r['variant']}/-/seed{r['seed']}", "hash": "0" * 12, "out_dir": str(out_dir),
-                                "config": {"variant": r["variant"], "seed": r["seed"]}})
+            leaves[exp].append(
+                {
+                    "id": f"{r['variant']}/-/seed{r['seed']}",
+                    "hash": "0" * 12,
+                    "out_dir": str(out_dir),
+                    "config": {"variant": r["variant"], "seed": r["seed"]},
+                }
+            )
     return {"summaries": summaries, "leaves": leaves}
 
 
@@ -79,17 +94,31 @@ def make_spec(name: str, declared: dict, paper: dict, runs: dict, out_root, anal
     reads = d.get("reads", {})
     exps = set(reads.get("summaries", [])) | set(reads.get("leaves", {}))
     task = {"e4": {"n": 50, "p": 0.04, "L": 4}}
-    resolved = {e: {leaf["config"]["variant"]: {"task": task.get(e, {"n": 50, "p": 0.04, "L": 3}), "train": {"steps": 150}}
-                    for leaf in runs["leaves"][e]} for e in exps}
+    resolved = {
+        e: {
+            leaf["config"]["variant"]: {"task": task.get(e, {"n": 50, "p": 0.04, "L": 3}), "train": {"steps": 150}}
+            for leaf in runs["leaves"][e]
+        }
+        for e in exps
+    }
     claims = {c["id"]: c["reported"] for c in paper["claims"]}
     settings = paper["analysis"] | (analysis or {})
-    return {"paper": "superposition", "scale": "tiny", "name": name, "paper_dir": str(out_root),
-            "inputs": {"summaries": {e: str(runs["summaries"][e]) for e in reads.get("summaries", [])},
-                       "leaves": {e: runs["leaves"][e] for e in reads.get("leaves", {})},
-                       "artefacts": {a: [str(out_root / a / f) for f in declared[a]["writes"]]
-                                     for a in reads.get("artefacts", [])}},
-            "resolved": resolved, "analysis": {k: settings[k] for k in d["analysis"]},
-            "reported": {c: claims[c] for c in d["claims"]}}
+    return {
+        "paper": "superposition",
+        "scale": "tiny",
+        "name": name,
+        "paper_dir": str(out_root),
+        "inputs": {
+            "summaries": {e: str(runs["summaries"][e]) for e in reads.get("summaries", [])},
+            "leaves": {e: runs["leaves"][e] for e in reads.get("leaves", {})},
+            "artefacts": {
+                a: [str(out_root / a / f) for f in declared[a]["writes"]] for a in reads.get("artefacts", [])
+            },
+        },
+        "resolved": resolved,
+        "analysis": {k: settings[k] for k in d["analysis"]},
+        "reported": {c: claims[c] for c in d["claims"]},
+    }
 
 
 def run(name, declared, paper, runs, out_root, **kw):
@@ -106,6 +135,7 @@ def cells(path) -> pd.DataFrame:
 
 # ----------------------------------------------------------------------------- the declaration
 
+
 def test_declaration_names_every_artefact_and_real_keys(declared, paper):
     assert set(declared) == set(ARTEFACTS)
     claim_ids = {c["id"] for c in paper["claims"]}
@@ -118,6 +148,7 @@ def test_declaration_names_every_artefact_and_real_keys(declared, paper):
 
 # ----------------------------------------------------------------------------- tables
 
+
 def test_table1_ours_beside_the_claims_reported_values(declared, paper, runs, tmp_path):
     t = cells(run("table1", declared, paper, runs, tmp_path) / "table1.csv").set_index("model")
     full = t.loc["LN + Res (full)"]
@@ -128,8 +159,10 @@ def test_table1_ours_beside_the_claims_reported_values(declared, paper, runs, tm
     assert t.loc["LN + NoRes", "paper S_1"] == "≤ 0.18" and t.loc["NoLN + NoRes", "paper accuracy"] == "84.4%"
     assert t.loc["LN + NoRes", "ours cos(z3,z3*)"] == f"0.320 ± {0.1 / math.sqrt(2):.3f}"
     md = (tmp_path / "table1" / "table1.md").read_text()
-    assert md.startswith("Table 1 (LN × Res ablation, L_sup). Prop. 1 ceiling sqrt(1 - 1/np) = 0.707. scale `tiny`, "
-                         "2 seeds (42, 43), 150 steps")
+    assert md.startswith(
+        "Table 1 (LN × Res ablation, L_sup). Prop. 1 ceiling sqrt(1 - 1/np) = 0.707. scale `tiny`, "
+        "2 seeds (42, 43), 150 steps"
+    )
 
 
 def test_table2_reads_paper_numbers_from_reported_not_constants(declared, paper, runs, tmp_path):
@@ -160,13 +193,18 @@ def test_table3_marks_from_analysis_and_cosines_from_claims(declared, paper, run
 
 def test_table_e11_compares_with_e1_at_the_same_seeds(declared, paper, runs, tmp_path):
     t = cells(run("table_e11", declared, paper, runs, tmp_path) / "table_e11.csv").set_index("variant")
-    assert list(t.index) == ["untied (E1 L_sup)", "untied (E1 L_node)", "2 heads per layer (App. J; L_sup)",
-                             "tied layers (L_sup)"]
+    assert list(t.index) == [
+        "untied (E1 L_sup)",
+        "untied (E1 L_node)",
+        "2 heads per layer (App. J; L_sup)",
+        "tied layers (L_sup)",
+    ]
     assert t.loc["untied (E1 L_sup)", "cos(z1,z1*)"] == "0.490 (1 seed)"  # seed 42 only, as in e11
     assert t.loc["tied layers (L_sup)", "new-frontier acc."] == "0.400 (1 seed)"
 
 
 # ----------------------------------------------------------------------------- figures from training runs
+
 
 def test_figure2_curves_are_means_over_seeds(declared, paper, runs, tmp_path):
     df = pd.read_csv(run("figure2", declared, paper, runs, tmp_path) / "figure2.csv")
@@ -175,9 +213,15 @@ def test_figure2_curves_are_means_over_seeds(declared, paper, runs, tmp_path):
     assert row["r_mean"] == pytest.approx(1.0) and row["r_std"] == pytest.approx(1 / math.sqrt(2))  # 0.5 and 1.5
 
 
-@pytest.mark.parametrize("name,rows", [("figure1", 3 * len(STEPS)), ("figure3", 3 * len(MODES)),
-                                       ("figure_e8_mobius_A", 3 * len(MODES) * len(STEPS)),
-                                       ("figure_e4_diagonalisation", 2 * 3 * len(STEPS))])
+@pytest.mark.parametrize(
+    "name,rows",
+    [
+        ("figure1", 3 * len(STEPS)),
+        ("figure3", 3 * len(MODES)),
+        ("figure_e8_mobius_A", 3 * len(MODES) * len(STEPS)),
+        ("figure_e4_diagonalisation", 2 * 3 * len(STEPS)),
+    ],
+)
 def test_training_figures_write_their_files_and_rows(declared, paper, runs, tmp_path, name, rows):
     df = pd.read_csv(run(name, declared, paper, runs, tmp_path) / f"{name}.csv")
     assert len(df) == rows
@@ -192,10 +236,26 @@ def test_figure3_bars_are_final_summaries(declared, paper, runs, tmp_path):
 
 # ----------------------------------------------------------------------------- the analysis and its figures
 
-SMALL = {"mc": 400, "mc_np4": 400, "mobius_steps": 200, "gl_n": 100, "gl_batch": 8, "gl_np": [2, 3], "conjd": 2,
-         "diag_batches": 1, "lemma12": 100, "lemma11": 400, "prop3": 500, "flow_steps": 3000, "hessian_exact_n": 3,
-         "hessian_gammas_exact": [0, 16], "hessian_mc_n": 4, "hessian_mc_graphs": 16, "ladder_n": 60,
-         "ladder_batch": 16}
+SMALL = {
+    "mc": 400,
+    "mc_np4": 400,
+    "mobius_steps": 200,
+    "gl_n": 100,
+    "gl_batch": 8,
+    "gl_np": [2, 3],
+    "conjd": 2,
+    "diag_batches": 1,
+    "lemma12": 100,
+    "lemma11": 400,
+    "prop3": 500,
+    "flow_steps": 3000,
+    "hessian_exact_n": 3,
+    "hessian_gammas_exact": [0, 16],
+    "hessian_mc_n": 4,
+    "hessian_mc_graphs": 16,
+    "ladder_n": 60,
+    "ladder_batch": 16,
+}
 
 
 @pytest.fixture(scope="module")
@@ -210,8 +270,15 @@ def test_theory_writes_every_quantity_the_claims_read(theory_out, paper):
     q = pd.read_csv(theory_out / "theory" / "summary.csv").set_index("quantity")["value"]
     assert q.index.is_unique
     wanted = {c["ours"]["where"]["quantity"] for c in paper["claims"] if c["ours"]["table"] == "theory"}
-    missing = wanted - set(q.index) - {"lemma9_lambda_over_bound_n4_exact_g0", "lemma9_lambda_over_bound_n4_exact_g16",
-                                       "lemma9_gauge_free_over_bound_n4_exact_g16"}  # SMALL has hessian_exact_n = 3
+    missing = (
+        wanted
+        - set(q.index)
+        - {
+            "lemma9_lambda_over_bound_n4_exact_g0",
+            "lemma9_lambda_over_bound_n4_exact_g16",
+            "lemma9_gauge_free_over_bound_n4_exact_g16",
+        }
+    )  # SMALL has hessian_exact_n = 3
     assert not missing, missing
     assert {"lemma9_lambda_over_bound_n3_exact_g0", "lemma9_gauge_free_over_bound_n3_exact_g16"} <= set(q.index)
     assert q["alpha_star_c1"] == pytest.approx(math.sqrt(2)) and q["cos_at_alpha_star_c2"] == pytest.approx(1.0)
@@ -219,12 +286,19 @@ def test_theory_writes_every_quantity_the_claims_read(theory_out, paper):
     assert q["prop1_ceiling_np2"] == pytest.approx(math.sqrt(0.5))
     assert q["conjD_points"] == 2
     gl = pd.read_csv(theory_out / "theory" / "gradlaw.csv")
-    assert set(gl["np"]) == {2.0, 3.0} and (gl["np"] ** gl["L"] <= 100 ** 0.8).all()
+    assert set(gl["np"]) == {2.0, 3.0} and (gl["np"] ** gl["L"] <= 100**0.8).all()
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name,source", [("figure_e3_mobius", "mobius_trace.csv"), ("figure_e6_gradlaw", "gradlaw.csv"),
-                                         ("figure_e7_conjd", "conjd.csv"), ("figure_e11_beta_ladder", "ladder.csv")])
+@pytest.mark.parametrize(
+    "name,source",
+    [
+        ("figure_e3_mobius", "mobius_trace.csv"),
+        ("figure_e6_gradlaw", "gradlaw.csv"),
+        ("figure_e7_conjd", "conjd.csv"),
+        ("figure_e11_beta_ladder", "ladder.csv"),
+    ],
+)
 def test_reduced_figures_draw_the_theory_files(declared, paper, runs, theory_out, name, source):
     out = run(name, declared, paper, runs, theory_out)
     drawn, data = pd.read_csv(out / f"{name}.csv"), pd.read_csv(theory_out / "theory" / source)
@@ -241,9 +315,16 @@ def test_missing_analysis_key_names_it(declared, paper, runs, tmp_path):
 def test_settings_resolve_per_scale_maps_only():
     from seqmix.papers.superposition.inputs import setting
 
-    spec = {"name": "theory", "scale": "cpu",
-            "analysis": {"mc": {"tiny": 1, "cpu": 2, "paper": 3}, "grid": {"start": 0.5, "stop": 5}, "gl_np": [2, 3],
-                         "only_tiny": {"tiny": 7}}}
+    spec = {
+        "name": "theory",
+        "scale": "cpu",
+        "analysis": {
+            "mc": {"tiny": 1, "cpu": 2, "paper": 3},
+            "grid": {"start": 0.5, "stop": 5},
+            "gl_np": [2, 3],
+            "only_tiny": {"tiny": 7},
+        },
+    }
     assert setting(spec, "mc") == 2
     assert setting(spec, "grid") == {"start": 0.5, "stop": 5}  # not a scale map: the same at every scale
     assert setting(spec, "gl_np") == [2, 3]

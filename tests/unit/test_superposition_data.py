@@ -1,5 +1,6 @@
 """The reachability generator of the frontier-superposition paper: determinism, sets, targets, the spec's
 Monte-Carlo table of set sizes at n = 50, p = 0.04, and the evaluation-set cache."""
+
 from __future__ import annotations
 
 import torch
@@ -64,8 +65,15 @@ def test_monte_carlo_table_of_the_spec():
     """Spec §2.1: cumulative sets at n = 50, p = 0.04 (20k samples): E[k_c] within 3%, P(m_f = 0) within
     0.015, E[sqrt(m_f/k_{c+1})] within 0.01, mean |E| = 98 within 1%."""
     rows = {r["c"]: r for r in set_size_table(50, 0.04, 4, 20000, seed=7)}
-    for c, (ek, pm, sq) in enumerate([(1.0, 0.133, 0.699), (2.974, 0.179, 0.592), (6.487, 0.198, 0.526),
-                                      (11.639, 0.208, 0.459), (17.519, None, None)]):
+    for c, (ek, pm, sq) in enumerate(
+        [
+            (1.0, 0.133, 0.699),
+            (2.974, 0.179, 0.592),
+            (6.487, 0.198, 0.526),
+            (11.639, 0.208, 0.459),
+            (17.519, None, None),
+        ]
+    ):
         assert abs(rows[c]["E_k"] - ek) <= 0.03 * ek, (c, rows[c]["E_k"])
         if pm is not None:
             assert abs(rows[c]["P_mf0"] - pm) <= 0.015, (c, rows[c]["P_mf0"])

@@ -1,4 +1,5 @@
 """The cascade transformer and the supervision losses of the frontier-superposition paper."""
+
 from __future__ import annotations
 
 import math
@@ -6,8 +7,8 @@ import math
 import pytest
 import torch
 
-from seqmix.models.cascade import CascadeTransformer, edge_attention, params_per_layer
 from seqmix.graphs import sample_graphs
+from seqmix.models.cascade import CascadeTransformer, edge_attention, params_per_layer
 from seqmix.rng import counter_generator
 from seqmix.tasks.reachability import Reachability
 from seqmix.tasks.reachability_losses import ideal_targets, supervision_loss
@@ -91,19 +92,36 @@ def test_losses():
         Reachability(n=30, p=0.07, L=3, d=32, loss="nope")
 
 
-CFG = {"seed": 42, "task": {"name": "reachability", "n": 20, "p": 0.1, "L": 3, "d": 24, "loss": "sup", "eval_size": 64},
-       "model": {"name": "cascade", "d_mlp": 32},
-       "train": {"optimizer": "adam", "lr": 1e-3, "steps": 20, "batch": 16, "checkpoint_every": 10, "log_every": 5},
-       "eval": {"every": 10}}
+CFG = {
+    "seed": 42,
+    "task": {"name": "reachability", "n": 20, "p": 0.1, "L": 3, "d": 24, "loss": "sup", "eval_size": 64},
+    "model": {"name": "cascade", "d_mlp": 32},
+    "train": {"optimizer": "adam", "lr": 1e-3, "steps": 20, "batch": 16, "checkpoint_every": 10, "log_every": 5},
+    "eval": {"every": 10},
+}
 
 
 def test_diagnostics_logged_per_epoch_and_resume_is_exact(tmp_path):
     full = train(CFG, tmp_path / "a", "h")
     diag = full["history"]["diagnostics"]
     assert diag["step"] == [0, 10, 20]
-    for key in ("cos_z1", "cos_z3", "sel_front_l0", "sel_src_l2", "alpha_eff_med_l0", "cos_theory_l0", "r_z1", "A_l0",
-                "gamma_l0", "alpha_l0", "qk_r_signed_l0", "grad_norm_l2", "acc_new_frontier", "acc_lexmin",
-                "acc_two_candidate"):
+    for key in (
+        "cos_z1",
+        "cos_z3",
+        "sel_front_l0",
+        "sel_src_l2",
+        "alpha_eff_med_l0",
+        "cos_theory_l0",
+        "r_z1",
+        "A_l0",
+        "gamma_l0",
+        "alpha_l0",
+        "qk_r_signed_l0",
+        "grad_norm_l2",
+        "acc_new_frontier",
+        "acc_lexmin",
+        "acc_two_candidate",
+    ):
         assert len(diag[key]) == 3, key
     # a run stopped after the first checkpoint and resumed ends identical, diagnostics included
     train(CFG, tmp_path / "b", "h", stop_after=10)
@@ -187,7 +205,9 @@ def test_multihead_model_trains_and_rejects_bad_heads():
         CascadeTransformer(**task.model_inputs(), d_mlp=8, heads=3)
     torch.manual_seed(0)
     m = CascadeTransformer(**task.model_inputs(), d_mlp=8, heads=4)
-    assert sum(p.numel() for p in m.parameters()) == sum(p.numel() for p in CascadeTransformer(**task.model_inputs(), d_mlp=8).parameters())
+    assert sum(p.numel() for p in m.parameters()) == sum(
+        p.numel() for p in CascadeTransformer(**task.model_inputs(), d_mlp=8).parameters()
+    )
     x, y = task.batch(0, 0, 0, 32)
     out = m(x, internals=True)
     assert out["P"].shape == (32, 2, 16) and torch.allclose(out["P"].sum(-1), torch.ones(32, 2), atol=1e-5)

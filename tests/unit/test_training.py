@@ -5,9 +5,9 @@ holds only model, optimizer, scheduler, step and loss history (``torch.load(weig
 run killed after checkpoint k and started again logs "resumed from step k" and ends bit-identical to an
 uninterrupted run with the same thread count.
 """
+
 from __future__ import annotations
 
-import copy
 import json
 import math
 import os
@@ -35,17 +35,43 @@ CKPT_KEYS = {"model", "optimizer", "scheduler", "step", "history", "config_hash"
 
 # ----------------------------------------------------------------------------- helpers
 
-def leaf_cfg(k: int = 4, n: int = 8, heads: int = 2, steps: int = 60, batch: int = 16, checkpoint_every: int = 20,
-             log_every: int = 5, optimizer: str = "adam", lr: float = 0.01, schedule: str = "cosine",
-             seed: int = 0, test_size: int = 64, **train_extra) -> dict:
+
+def leaf_cfg(
+    k: int = 4,
+    n: int = 8,
+    heads: int = 2,
+    steps: int = 60,
+    batch: int = 16,
+    checkpoint_every: int = 20,
+    log_every: int = 5,
+    optimizer: str = "adam",
+    lr: float = 0.01,
+    schedule: str = "cosine",
+    seed: int = 0,
+    test_size: int = 64,
+    **train_extra,
+) -> dict:
     """A leaf config shaped like the ones ``seqmix.config.expand_leaves`` builds from config/papers/heads.yaml."""
     return {
         "task": {"name": "rotation_teacher", "k": k, "n": n, "rho": 1.0, "test_size": test_size, "test_seed": 1},
         "model": {"name": "bare", "mixer": {"name": "factorized_linear_attention", "heads": heads, "r": None}},
-        "train": {"optimizer": optimizer, "lr": lr, "schedule": schedule, "steps": steps, "batch": batch,
-                  "checkpoint_every": checkpoint_every, "log_every": log_every, "dtype": "float32", **train_extra},
+        "train": {
+            "optimizer": optimizer,
+            "lr": lr,
+            "schedule": schedule,
+            "steps": steps,
+            "batch": batch,
+            "checkpoint_every": checkpoint_every,
+            "log_every": log_every,
+            "dtype": "float32",
+            **train_extra,
+        },
         "eval": {},
-        "paper": "heads", "experiment": "exp1", "variant": f"k{k}", "point": f"H{heads}", "seed": seed,
+        "paper": "heads",
+        "experiment": "exp1",
+        "variant": f"k{k}",
+        "point": f"H{heads}",
+        "seed": seed,
         "sweep_value": heads,
     }
 
@@ -55,8 +81,14 @@ def make_leaf(cfg: dict) -> Leaf:
 
 
 def run_config(results: Path, cfgs: list[dict], cell: str = "k4-0") -> dict:
-    return cell_run_config("heads", "exp1", cell, [make_leaf(c) for c in cfgs], "tiny",
-                           {"results": str(results), "tracking": {"uri": "none"}})
+    return cell_run_config(
+        "heads",
+        "exp1",
+        cell,
+        [make_leaf(c) for c in cfgs],
+        "tiny",
+        {"results": str(results), "tracking": {"uri": "none"}},
+    )
 
 
 def load(path: Path):
@@ -95,6 +127,7 @@ def test_leaf_cfg_has_the_shape_of_an_expanded_leaf(root):
 
 
 # ----------------------------------------------------------------------------- batches
+
 
 def test_batch_is_a_pure_function_of_seed_step_rank():
     task = RotationTeacher(k=4, n=8, test_size=16, test_seed=1)
@@ -147,6 +180,7 @@ def test_test_set_is_independent_of_training_seed():
 
 
 # ----------------------------------------------------------------------------- determinism and checkpoints
+
 
 def test_same_config_and_seed_give_the_same_numbers(tmp_path):
     cfg = leaf_cfg()
@@ -220,8 +254,15 @@ def test_in_process_resume_is_bit_identical(tmp_path, caplog):
 
 
 def test_resume_with_warmup_and_grad_clip_is_bit_identical(tmp_path):
-    cfg = leaf_cfg(steps=40, checkpoint_every=10, schedule="warmup_cosine", warmup_steps=8, grad_clip=0.5,
-                   optimizer="adamw", weight_decay=0.01)
+    cfg = leaf_cfg(
+        steps=40,
+        checkpoint_every=10,
+        schedule="warmup_cosine",
+        warmup_steps=8,
+        grad_clip=0.5,
+        optimizer="adamw",
+        weight_decay=0.01,
+    )
     h = config_hash(cfg)
     train(cfg, tmp_path / "resumed", h, stop_after=15)
     resumed = train(cfg, tmp_path / "resumed", h)
@@ -260,6 +301,7 @@ def test_resuming_a_finished_run_changes_nothing(tmp_path):
 
 
 # ----------------------------------------------------------------------------- NaN / Inf guard
+
 
 def test_nan_loss_names_step_and_tensor(tmp_path, monkeypatch):
     calls = {"n": 0}
@@ -319,6 +361,7 @@ def test_nonfinite_error_is_a_floating_point_error():
 
 # ----------------------------------------------------------------------------- learning-rate schedule
 
+
 def test_cosine_schedule_endpoints():
     total = 100
     assert lr_factor(0, total, "cosine") == 1.0
@@ -370,6 +413,7 @@ def test_logged_lr_follows_the_schedule(tmp_path):
 
 
 # ----------------------------------------------------------------------------- train_cell: skip and rebuild
+
 
 def test_train_cell_rebuilds_a_leaf_with_a_stale_marker(tmp_path):
     cfg = leaf_cfg(steps=40)
@@ -434,6 +478,7 @@ def test_train_cell_skips_a_leaf_with_a_matching_marker(tmp_path, monkeypatch):
 
 # ----------------------------------------------------------------------------- killed and resumed job (CLI)
 
+
 def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "seqmix", *args, "--threads", "1"]
 
@@ -470,8 +515,10 @@ def test_killed_training_job_resumes_bit_identically(tmp_path):
             deadline = time.monotonic() + 120
             while True:
                 if proc.poll() is not None:
-                    pytest.fail(f"training ended (rc {proc.returncode}) before it could be killed after a "
-                                f"checkpoint; increase steps. stderr:\n{(d / 'killed.stderr').read_text()[-3000:]}")
+                    pytest.fail(
+                        f"training ended (rc {proc.returncode}) before it could be killed after a "
+                        f"checkpoint; increase steps. stderr:\n{(d / 'killed.stderr').read_text()[-3000:]}"
+                    )
                 if ckpt.exists() and load(ckpt)["step"] >= every:
                     break
                 if time.monotonic() > deadline:

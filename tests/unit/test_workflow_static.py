@@ -1,5 +1,6 @@
 """The DAG cannot rot: every scale of every paper dry-runs, profiles resolve as documented, the lint is
 clean but for the one waiver, every rule has log and benchmark, and nothing reads ../shared."""
+
 from __future__ import annotations
 
 import os
@@ -27,9 +28,18 @@ def papers_present():
 def test_dry_run_every_scale_of_every_paper(scale, tmp_path):
     papers = papers_present()
     assert papers, "no paper configs"
-    r = smk("-n", "--workflow-profile", "profiles/local", "--directory", str(ROOT),
-            "--config", f"scale={scale}", f"papers=[{','.join(papers)}]", f"results={tmp_path / 'results'}",
-            env={"SEQMIX_SHOW_SETTINGS": "1"})
+    r = smk(
+        "-n",
+        "--workflow-profile",
+        "profiles/local",
+        "--directory",
+        str(ROOT),
+        "--config",
+        f"scale={scale}",
+        f"papers=[{','.join(papers)}]",
+        f"results={tmp_path / 'results'}",
+        env={"SEQMIX_SHOW_SETTINGS": "1"},
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert f"scale={scale}" in r.stderr
     assert "train" in r.stdout + r.stderr
@@ -68,8 +78,18 @@ def test_default_profile_is_executor_and_scale_independent():
     import yaml
 
     keys = yaml.safe_load((ROOT / "profiles" / "default" / "profile.yaml").read_text())
-    forbidden = {"executor", "cores", "jobs", "config", "configfile", "default-resources", "set-resources",
-                 "resources", "latency-wait", "local-cores"}
+    forbidden = {
+        "executor",
+        "cores",
+        "jobs",
+        "config",
+        "configfile",
+        "default-resources",
+        "set-resources",
+        "resources",
+        "latency-wait",
+        "local-cores",
+    }
     assert not forbidden & set(keys), f"profiles/default must not set {forbidden & set(keys)}"
 
 
@@ -94,7 +114,7 @@ def _rule_bodies():
             if not m:
                 continue
             indent, body = len(m.group(1)), []
-            for nxt in lines[i + 1:]:
+            for nxt in lines[i + 1 :]:
                 if nxt.strip() and len(nxt) - len(nxt.lstrip()) <= indent:
                     break
                 body.append(nxt)
@@ -129,7 +149,7 @@ def test_tables_figures_claims_are_report_items():
     from seqmix.config import load_yaml
 
     text = (ROOT / "workflow" / "rules" / "artefacts.smk").read_text()
-    assert 'report(path, caption="../report/artefact.rst"' in text and "caption=_decl[\"caption\"]" in text
+    assert 'report(path, caption="../report/artefact.rst"' in text and 'caption=_decl["caption"]' in text
     assert "if Path(o).name in _shown" in text
     stages = (ROOT / "workflow" / "rules" / "stages.smk").read_text()
     assert re.search(r'claims_paths\(RESULTS, "\{paper\}"\)\[0\]\),\s*category', stages)

@@ -18,17 +18,17 @@ for _paper, _cfg in PAPERS.items():
             name:
                 f"{_paper}_{_name}"
             input:
-                run=str(layout.artefact_run_path(RESULTS, _paper, _name)),
                 **A.input_files(RESULTS, _paper, _cfg, CELLS[_paper], _name),
+                run=str(layout.artefact_run_path(RESULTS, _paper, _name)),
             output:
                 [_report_item(o, _paper, _decl) if Path(o).name in _shown else o for o in _outs],
-            params:
-                out=lambda w, output: Path(output[0]).parent,  # the kind dir (writes are plain file names)
-                caption=_decl["caption"],
             log:
                 R(_paper, "logs", "artefacts", f"{_name}.log"),
             benchmark:
                 R(_paper, "benchmarks", "artefacts", f"{_name}.tsv")
             localrule: True
+            params:
+                out=lambda w, output: Path(output[0]).parent,  # the kind dir (writes are plain file names)
+                caption=_decl["caption"],
             shell:
                 "python -m seqmix artefact --run {input.run:q} --out {params.out:q} 2> {log:q}"

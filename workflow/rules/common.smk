@@ -28,8 +28,11 @@ CELLS = {p: expand_cells(p, cfg, SCALE) for p, cfg in PAPERS.items()}
 
 if os.environ.get("SEQMIX_SHOW_SETTINGS"):
     # for tests and the curious: what the profiles resolved to
-    print(f"seqmix-settings scale={SCALE} cores={workflow.resource_settings.cores} "
-          f"executor={getattr(workflow.executor_plugin, 'name', None)} papers={','.join(PAPERS)}", file=sys.stderr)
+    print(
+        f"seqmix-settings scale={SCALE} cores={workflow.resource_settings.cores} "
+        f"executor={getattr(workflow.executor_plugin, 'name', None)} papers={','.join(PAPERS)}",
+        file=sys.stderr,
+    )
 
 
 wildcard_constraints:
@@ -60,8 +63,11 @@ def cell_run_spec(wildcards):
 
 
 def artefact_run_spec(wildcards):
-    return canonical_json(A.artefact_spec(wildcards.paper, PAPERS[wildcards.paper], wildcards.artefact, SCALE,
-                                          RESULTS, CELLS[wildcards.paper]))
+    return canonical_json(
+        A.artefact_spec(
+            wildcards.paper, PAPERS[wildcards.paper], wildcards.artefact, SCALE, RESULTS, CELLS[wildcards.paper]
+        )
+    )
 
 
 def claims_run_spec(wildcards):

@@ -7,15 +7,15 @@ rule report_index:
         [t for p in PAPERS for t in paper_targets(p)],
     output:
         R("report.md"),
-    params:
-        papers=list(PAPERS),
-        results=lambda w, output: Path(output[0]).parent,  # the results root
-        scale=SCALE,
     log:
         R(".pipeline", "logs", "report_index.log"),
     benchmark:
         R(".pipeline", "benchmarks", "report_index.tsv")
     localrule: True
+    params:
+        papers=list(PAPERS),
+        results=lambda w, output: Path(output[0]).parent,  # the results root
+        scale=SCALE,
     shell:
         "python -m seqmix report-index --results {params.results:q} --papers {params.papers:q} "
         "--scale {params.scale:q} --out {output:q} 2> {log:q}"

@@ -8,13 +8,13 @@
 rule run_config:
     output:
         str(layout.cell_run_path(RESULTS, "{paper}", "{experiment}", "{cell}")),
-    params:
-        spec=cell_run_spec,
     log:
         R("{paper}", "logs", "run_config", "{experiment}.{cell}.log"),
     benchmark:
         R("{paper}", "benchmarks", "run_config", "{experiment}.{cell}.tsv")
     localrule: True
+    params:
+        spec=cell_run_spec,
     run:
         from seqmix.io import write_json
 
@@ -27,13 +27,13 @@ rule run_config:
 rule artefact_run_config:
     output:
         str(layout.artefact_run_path(RESULTS, "{paper}", "{artefact}")),
-    params:
-        spec=artefact_run_spec,
     log:
         R("{paper}", "logs", "run_config", "artefact.{artefact}.log"),
     benchmark:
         R("{paper}", "benchmarks", "run_config", "artefact.{artefact}.tsv")
     localrule: True
+    params:
+        spec=artefact_run_spec,
     run:
         from seqmix.io import write_json
 
@@ -44,13 +44,13 @@ rule artefact_run_config:
 rule claims_run_config:
     output:
         str(layout.claims_run_path(RESULTS, "{paper}")),
-    params:
-        spec=claims_run_spec,
     log:
         R("{paper}", "logs", "run_config", "claims.log"),
     benchmark:
         R("{paper}", "benchmarks", "run_config", "claims.tsv")
     localrule: True
+    params:
+        spec=claims_run_spec,
     run:
         from seqmix.io import write_json
 
@@ -62,13 +62,13 @@ rule claims_run_config:
 rule dispatch_config:
     output:
         R(".pipeline", "dispatch.json"),
-    params:
-        spec=dispatch_spec(),
     log:
         R(".pipeline", "logs", "dispatch_config.log"),
     benchmark:
         R(".pipeline", "benchmarks", "dispatch_config.tsv")
     localrule: True
+    params:
+        spec=dispatch_spec(),
     run:
         from seqmix.io import write_json
 
@@ -120,8 +120,11 @@ rule diagnose:
         run=str(layout.cell_run_path(RESULTS, "{paper}", "{experiment}", "{cell}")),
         mlflow=rules.mlflow_init.output,
         dispatch=ancient(rules.dispatch_config.output),
-        trained=lambda w: [str(layout.cell_marker(RESULTS, w.paper, w.experiment, w.cell, "train"))]
-        if "train" in stages_of(w.paper, w.experiment) else [],
+        trained=lambda w: (
+            [str(layout.cell_marker(RESULTS, w.paper, w.experiment, w.cell, "train"))]
+            if "train" in stages_of(w.paper, w.experiment)
+            else []
+        ),
     output:
         str(layout.cell_marker(RESULTS, "{paper}", "{experiment}", "{cell}", "diagnose")),
     log:
@@ -139,8 +142,10 @@ rule diagnose:
 # An experiment runs its `stages` (default train -> evaluate); collect gathers its last stage's cells.
 rule collect:
     input:
-        lambda w: [str(layout.cell_marker(RESULTS, w.paper, w.experiment, c, stages_of(w.paper, w.experiment)[-1]))
-                   for c in cells_of(w.paper, w.experiment)],
+        lambda w: [
+            str(layout.cell_marker(RESULTS, w.paper, w.experiment, c, stages_of(w.paper, w.experiment)[-1]))
+            for c in cells_of(w.paper, w.experiment)
+        ],
     output:
         str(layout.summary_path(RESULTS, "{paper}", "{experiment}")),
     log:
@@ -158,17 +163,23 @@ rule claims:
         results=lambda w: claims_inputs(w.paper),
         mlflow=rules.mlflow_init.output,
     output:
-        md=report(str(layout.claims_paths(RESULTS, "{paper}")[0]), category="{paper}", subcategory="claims",
-                  caption="../report/artefact.rst"),
+        md=report(
+            str(layout.claims_paths(RESULTS, "{paper}")[0]),
+            category="{paper}",
+            subcategory="claims",
+            caption="../report/artefact.rst",
+        ),
         csv=str(layout.claims_paths(RESULTS, "{paper}")[1]),
-    params:
-        caption=lambda w: (f"Claims of {w.paper}: the paper's numbers and statements beside ours, each with its "
-                           "source (paper / spec-derived / closed-form) and a verdict (holds / differs / not expected "
-                           "at this scale / not run)."),
     log:
         R("{paper}", "logs", "claims.log"),
     benchmark:
         R("{paper}", "benchmarks", "claims.tsv")
     localrule: True
+    params:
+        caption=lambda w: (
+            f"Claims of {w.paper}: the paper's numbers and statements beside ours, each with its "
+            "source (paper / spec-derived / closed-form) and a verdict (holds / differs / not expected "
+            "at this scale / not run)."
+        ),
     shell:
         "python -m seqmix claims --run {input.run:q} --out-md {output.md:q} --out-csv {output.csv:q} 2> {log:q}"

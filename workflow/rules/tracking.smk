@@ -5,15 +5,15 @@
 rule mlflow_init:
     output:
         R(".mlflow", "init.json"),
-    params:
-        uri=config["tracking"]["uri"],
-        papers=list(PAPERS),
-        results=lambda w, output: Path(output[0]).parents[1],  # the results root
     log:
         R(".pipeline", "logs", "mlflow_init.log"),
     benchmark:
         R(".pipeline", "benchmarks", "mlflow_init.tsv")
     localrule: True
+    params:
+        uri=config["tracking"]["uri"],
+        papers=list(PAPERS),
+        results=lambda w, output: Path(output[0]).parents[1],  # the results root
     shell:
         "python -m seqmix mlflow-init --uri {params.uri:q} --results {params.results:q} "
         "--papers {params.papers:q} --out {output:q} 2> {log:q}"
@@ -25,13 +25,13 @@ rule mlflow_init:
 rule mlflow_sync:
     output:
         R(".mlflow", "sync.json"),
-    params:
-        uri=config["tracking"]["uri"],
-        results=lambda w, output: Path(output[0]).parents[1],  # the results root
     log:
         R(".pipeline", "logs", "mlflow_sync.log"),
     benchmark:
         R(".pipeline", "benchmarks", "mlflow_sync.tsv")
     localrule: True
+    params:
+        uri=config["tracking"]["uri"],
+        results=lambda w, output: Path(output[0]).parents[1],  # the results root
     shell:
         "python -m seqmix mlflow-sync --uri {params.uri:q} --results {params.results:q} --out {output:q} 2> {log:q}"

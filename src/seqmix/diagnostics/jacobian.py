@@ -9,9 +9,10 @@ Norms are taken in float64 (spec pitfall P5): Jacobian entries of about 1e-23 ar
 float32, but their squares (1e-46) underflow even float32's smallest subnormal, so a float32 Frobenius
 norm would read exactly 0.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -51,8 +52,9 @@ def last_output(model: torch.nn.Module) -> Fn:
     return lambda x: model(x)[:, -1]
 
 
-def lag_jacobian(model: torch.nn.Module | Fn, x: torch.Tensor, lag: int | None = None,
-                 fn: Fn | None = None) -> torch.Tensor:
+def lag_jacobian(
+    model: torch.nn.Module | Fn, x: torch.Tensor, lag: int | None = None, fn: Fn | None = None
+) -> torch.Tensor:
     """J = dy_{T-1}/dx_{T-1-lag} for each sequence of x: (B, p, d). ``lag`` defaults to T - 1 (the first token).
 
     ``fn`` overrides how y_{T-1} is computed (default: ``last_output(model)``)."""
@@ -69,9 +71,11 @@ def jacobian_norms(J: torch.Tensor) -> dict[str, torch.Tensor]:
     - ``spec``: ||J||_2,
     - ``sumgrad``: ||d(sum_c y_c)/dx||_2 = ||1^T J||_2 (the gradient of a scalar summary of the output)."""
     J = J.detach().double()
-    return {"fro": torch.linalg.matrix_norm(J, ord="fro"),
-            "spec": torch.linalg.matrix_norm(J, ord=2),
-            "sumgrad": torch.linalg.vector_norm(J.sum(dim=1), dim=-1)}
+    return {
+        "fro": torch.linalg.matrix_norm(J, ord="fro"),
+        "spec": torch.linalg.matrix_norm(J, ord=2),
+        "sumgrad": torch.linalg.vector_norm(J.sum(dim=1), dim=-1),
+    }
 
 
 def relative_error(J: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:

@@ -8,6 +8,7 @@ Model-specific closed forms, when the model is one mixer (``capabilities.SoleMix
 - attention (``capabilities.ValueOutputProduct``): the uniform-attention estimate ||W_O W_V||_F / T and
   T ||J||_F (heads spec §4.5: about sqrt(d/6)).
 """
+
 from __future__ import annotations
 
 import math
@@ -24,8 +25,12 @@ def _closed_forms(ssm: LagOperator | None, lag: int, J: torch.Tensor, rho: float
         return {}
     with torch.no_grad():
         closed = ssm.lag_operator(lag).double()
-    return {"closed_form": float(torch.linalg.matrix_norm(closed)), "rel_err": relative_error(J, closed).tolist(),
-            "bound": ssm.jacobian_bound(lag), "rho": rho}
+    return {
+        "closed_form": float(torch.linalg.matrix_norm(closed)),
+        "rel_err": relative_error(J, closed).tolist(),
+        "bound": ssm.jacobian_bound(lag),
+        "rho": rho,
+    }
 
 
 def diagnose(task: LagSensitivity, model: torch.nn.Module, seed: int) -> dict:
@@ -46,9 +51,15 @@ def diagnose(task: LagSensitivity, model: torch.nn.Module, seed: int) -> dict:
         for r in range(task.draws):
             row = {"T": T, "lag": lag, "draw": r, **{k: v[r] for k, v in norms.items()}}
             if ssm is not None:
-                row.update(closed_form=extra["closed_form"], rel_err=extra["rel_err"][r], bound=extra["bound"],
-                           bound_ratio=row["spec"] / extra["bound"], rho=rho, ln_rho=math.log(rho),
-                           fro_per_rho_lag=row["fro"] / rho ** lag)
+                row.update(
+                    closed_form=extra["closed_form"],
+                    rel_err=extra["rel_err"][r],
+                    bound=extra["bound"],
+                    bound_ratio=row["spec"] / extra["bound"],
+                    rho=rho,
+                    ln_rho=math.log(rho),
+                    fro_per_rho_lag=row["fro"] / rho**lag,
+                )
             if attn is not None:
                 row.update(uniform_approx=wowv / T, fro_times_T=row["fro"] * T)
             rows.append(row)

@@ -1,8 +1,9 @@
 """Which probe the diagnose stage runs for a task: the diagnostics layer measures a task's models, so the
 table lives here (tasks never import diagnostics)."""
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

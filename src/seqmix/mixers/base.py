@@ -12,6 +12,7 @@ with x_t: (B, d_model); stepping through a sequence equals the parallel forward.
 ``backend``: which implementation of the mixer's op ran ("reference" here; a Triton kernel may report
 "triton"); ``seqmix.ops.backends.backend_report`` collects it per layer.
 """
+
 from __future__ import annotations
 
 from torch import nn
@@ -24,8 +25,15 @@ from ..options import option_names
 MODEL_FACTS = ("vocab_size",)
 
 
-def build_mixer(name: str, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None,
-                model_facts: dict | None = None, **options) -> nn.Module:
+def build_mixer(
+    name: str,
+    d_model: int,
+    *,
+    layer_idx: int = 0,
+    seq_len: int | None = None,
+    model_facts: dict | None = None,
+    **options,
+) -> nn.Module:
     """An instance of the mixer registered as ``name`` with width ``d_model`` (layer ``layer_idx`` of its
     stack). ``model_facts`` ({"vocab_size": V}) fill the options of those names that the mixer declares."""
     cls = registry.get_mixer(name)

@@ -4,6 +4,7 @@ copy (separate parameters) run on the time-flipped sequence; outputs summed.
 With padded batches pass ``lengths`` (B,): only the valid prefix of each sequence is flipped, so the backward
 copy starts at each sequence's own last real token and never reads padding before real tokens.
 """
+
 from __future__ import annotations
 
 import torch
@@ -28,8 +29,8 @@ def flip_valid(x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
 @register_mixer("bidirectional")
 class Bidirectional(nn.Module):
     causal = False
-    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None,
-                 mixer: MixerSpec):
+
+    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, mixer: MixerSpec):
         super().__init__()
         opts = dict(mixer)
         name = opts.pop("name")

@@ -6,6 +6,7 @@ Per head: a full p x d value matrix V^(h) (pitfall P1: a rank-deficient value ma
 rotation block), positional tables Phi_h, Psi_h in R^{n x r}. No softmax, normaliser or positive
 feature map (pitfall P2); the causal mask multiplies after the inner product.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,10 +21,16 @@ from ..registry import register_mixer
 
 @register_mixer("factorized_linear_attention")
 class FactorizedLinearAttention(nn.Module):
-    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None,
-                 d_out: Annotated[int | None, Opt(minimum=1, description="output width p; null = d_model")] = None,
-                 heads: PosInt = 1,
-                 r: Annotated[int | None, Opt(minimum=1, description="feature dim; null = seq_len")] = None):
+    def __init__(
+        self,
+        d_model: int,
+        *,
+        layer_idx: int = 0,
+        seq_len: int | None = None,
+        d_out: Annotated[int | None, Opt(minimum=1, description="output width p; null = d_model")] = None,
+        heads: PosInt = 1,
+        r: Annotated[int | None, Opt(minimum=1, description="feature dim; null = seq_len")] = None,
+    ):
         super().__init__()
         d_in, d_out = d_model, d_model if d_out is None else d_out
         for name, v in (("d_model", d_in), ("d_out", d_out), ("seq_len", seq_len), ("heads", heads)):
@@ -34,7 +41,7 @@ class FactorizedLinearAttention(nn.Module):
             raise ValueError(f"r must be a positive integer, got {r!r}")
         self.d_in, self.d_out, self.n, self.heads, self.r = d_in, d_out, seq_len, heads, r
         self.V = nn.Parameter(torch.randn(heads, d_out, d_in) / math.sqrt(d_in))
-        std = r ** -0.25  # so that alpha entries are O(1)
+        std = r**-0.25  # so that alpha entries are O(1)
         self.Phi = nn.Parameter(torch.randn(heads, seq_len, r) * std)
         self.Psi = nn.Parameter(torch.randn(heads, seq_len, r) * std)
         self.register_buffer("mask", torch.tril(torch.ones(seq_len, seq_len)), persistent=False)

@@ -15,6 +15,7 @@ The input-output Jacobian is input-independent: dy_i/dx_j = C A^(i-j) B (``lag_o
 equivalent forward computations (heads spec §2.2): the sequential scan (``forward``), the causal convolution with
 the materialised kernel (``forward_conv``) and the FFT convolution (``forward_fft``).
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Literal
@@ -26,7 +27,9 @@ from ..options import Opt
 from ..registry import register_mixer
 
 
-def haar_orthogonal(n: int, dtype: torch.dtype = torch.float64, generator: torch.Generator | None = None) -> torch.Tensor:
+def haar_orthogonal(
+    n: int, dtype: torch.dtype = torch.float64, generator: torch.Generator | None = None
+) -> torch.Tensor:
     """A Haar-distributed orthogonal matrix: QR of a Gaussian with the signs of R's diagonal moved into Q."""
     g = torch.randn(n, n, dtype=torch.float64, generator=generator)
     q, r = torch.linalg.qr(g)
@@ -36,12 +39,19 @@ def haar_orthogonal(n: int, dtype: torch.dtype = torch.float64, generator: torch
 
 @register_mixer("linear_ssm")
 class LinearSSM(nn.Module):
-    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None,
-                 d_out: Annotated[int | None, Opt(minimum=1, description="output width; null = d_model")] = None,
-                 state: Annotated[int, Opt(minimum=1, description="state dimension N")] = 64,
-                 init: Literal["default", "orthogonal"] = "default",
-                 rho: Annotated[float | None, Opt(exclusive_minimum=0, description="spectral radius of A = rho Q "
-                                                  "(init: orthogonal only)")] = None):
+    def __init__(
+        self,
+        d_model: int,
+        *,
+        layer_idx: int = 0,
+        seq_len: int | None = None,
+        d_out: Annotated[int | None, Opt(minimum=1, description="output width; null = d_model")] = None,
+        state: Annotated[int, Opt(minimum=1, description="state dimension N")] = 64,
+        init: Literal["default", "orthogonal"] = "default",
+        rho: Annotated[
+            float | None, Opt(exclusive_minimum=0, description="spectral radius of A = rho Q (init: orthogonal only)")
+        ] = None,
+    ):
         super().__init__()
         d_in, d_out = d_model, d_model if d_out is None else d_out
         for name, v in (("d_model", d_in), ("d_out", d_out), ("state", state)):
@@ -94,7 +104,7 @@ class LinearSSM(nn.Module):
         W = self.kernel(T)
         y = x.new_zeros(x.shape[0], T, self.d_out)
         for tau in range(T):  # one shifted matmul per lag, never the (T, T, p, d) block operator
-            y[:, tau:] += x[:, :T - tau] @ W[tau].T
+            y[:, tau:] += x[:, : T - tau] @ W[tau].T
         return y
 
     def forward_fft(self, x: torch.Tensor) -> torch.Tensor:

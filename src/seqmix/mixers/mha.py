@@ -8,6 +8,7 @@ bare linear SSM. ``forward_last`` computes only the last output y_{T-1} (one que
 which is all Exp. II measures: O(T d^2) instead of O(T^2 d), and the causal mask changes nothing for the
 last position.
 """
+
 from __future__ import annotations
 
 import torch
@@ -43,7 +44,7 @@ class CausalMHA(nn.Module):
     def value_output_product(self) -> torch.Tensor:
         """W_O W_V (d, d): the uniform-attention value path, so ||dy_{T-1}/dx_0||_F is about ||W_O W_V||_F / T
         at initialisation (heads spec §4.5)."""
-        W_V = self.attn.in_proj_weight[2 * self.d:]
+        W_V = self.attn.in_proj_weight[2 * self.d :]
         return self.attn.out_proj.weight @ W_V
 
 

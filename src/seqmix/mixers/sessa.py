@@ -14,6 +14,7 @@ ablation; fewer parameters, not re-matched, as in the paper).
 Block (``SessaBlock``, any mixer inside): y = x + (mixer(GELU(a)) * g) W_out + b_out, (a, g) = LN(x) W_in + b_in.
 It is the Sessa decoder layer and, with another mixer, the spec's ``macro=shared`` baselines (§2.4, §2.5).
 """
+
 from __future__ import annotations
 
 import math
@@ -25,8 +26,8 @@ from torch import nn
 
 from ..ops import feedback_solve as fs_ops
 from ..ops import rotary
-from ..options import Opt, PosFloat, PosInt
 from ..ops.dispatch import BackendOf
+from ..options import Opt, PosFloat, PosInt
 from ..registry import register_mixer
 from .base import check_divides, check_input, check_positive_int, register_preset
 
@@ -36,9 +37,17 @@ class SessaMixer(nn.Module):
     backend = BackendOf(select=lambda m: (fs_ops.OP,) if m.feedback else ())
     causal = True
 
-    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, heads: PosInt = 4,
-                 gamma_max: Annotated[float, Opt(exclusive_minimum=0, exclusive_maximum=1)] = 0.999,
-                 feedback: bool = True, rope_base: PosFloat = 10000.0):
+    def __init__(
+        self,
+        d_model: int,
+        *,
+        layer_idx: int = 0,
+        seq_len: int | None = None,
+        heads: PosInt = 4,
+        gamma_max: Annotated[float, Opt(exclusive_minimum=0, exclusive_maximum=1)] = 0.999,
+        feedback: bool = True,
+        rope_base: PosFloat = 10000.0,
+    ):
         super().__init__()
         check_positive_int(d_model=d_model, heads=heads)
         check_divides("heads", heads, "d_model", d_model)
@@ -74,7 +83,7 @@ class SessaMixer(nn.Module):
         """alpha_fb: (B, T, T), softmax over j < t, row 0 all zero."""
         T = a.shape[1]
         qb, kb = self.proj_fb(a).chunk(2, dim=-1)
-        logits = (qb @ kb.transpose(1, 2)) * self.d_model ** -0.5
+        logits = (qb @ kb.transpose(1, 2)) * self.d_model**-0.5
         strict = torch.ones(T, T, dtype=torch.bool, device=a.device).tril(-1)
         strict_row0 = strict.clone()
         strict_row0[0, 0] = True  # row 0 has no past: give the softmax one finite entry, zero the row after
@@ -111,7 +120,7 @@ class SessaMixer(nn.Module):
         if self.feedback:
             qb, kb = self.proj_fb(a_t).chunk(2, dim=-1)
             if t > 0:
-                alpha = torch.softmax(torch.einsum("bd,bjd->bj", qb, state["kb"]) * D ** -0.5, dim=-1)
+                alpha = torch.softmax(torch.einsum("bd,bjd->bj", qb, state["kb"]) * D**-0.5, dim=-1)
                 g = self.gamma(a_t[:, None])[:, 0]
                 s = f + g[:, None] * torch.einsum("bj,bjd->bd", alpha, state["s"])
             new["kb"] = torch.cat((state["kb"], kb[:, None]), 1)
@@ -121,8 +130,13 @@ class SessaMixer(nn.Module):
 
 # gamma_max is fixed too: without the feedback branch there is no gamma for it to bound
 SessaNoFeedback = register_preset(
-    "sessa_nofb", SessaMixer, "Sessa with the feedback branch removed (s = f): a gated single-read RoPE attention "
-    "mixer.", "SessaNoFeedback", feedback=False, gamma_max=0.999)
+    "sessa_nofb",
+    SessaMixer,
+    "Sessa with the feedback branch removed (s = f): a gated single-read RoPE attention mixer.",
+    "SessaNoFeedback",
+    feedback=False,
+    gamma_max=0.999,
+)
 
 
 class SessaBlock(nn.Module):

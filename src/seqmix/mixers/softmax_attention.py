@@ -22,6 +22,7 @@ for all variants; see ops/rotary/reference.py): q, k (and v) at position i are r
 output by R(-Theta_i) before W_o, so score_ij = q_i^T R(Theta_j - Theta_i) k_j and the transported value is
 R(Theta_j - Theta_i) v_j: the paper's P_{j->i} = A_i^{-1} A_j on both paths.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,8 +33,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..ops import rotary
 from ..ops import path_attention as path_ops
+from ..ops import rotary
 from ..ops.dispatch import BackendOf
 from ..ops.path_attention import path_attention
 from ..options import NonNegInt, Opt, OptPosInt, PosFloat, PosInt
@@ -54,14 +55,31 @@ class SoftmaxAttention(nn.Module):
     backend = "reference"  # plain torch (SDPA); no op of ours
     causal = True
 
-    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, heads: PosInt = 4,
-                 position: Position = "rope", rotate_values: bool = False, angles_per_head: bool | None = None,
-                 value_path: Literal["separate", "same"] = "separate",
-                 random_scale: Annotated[float, Opt(minimum=0)] = 1.0, angle_seed: NonNegInt = 12345,
-                 token_angles: Annotated[bool, Opt(description="so2_learned: a per-token angle table when "
-                                                   "vocab_size is known (else angles from the hidden state)")] = False,
-                 vocab_size: OptPosInt = None, rope_base: PosFloat = 10000.0,
-                 layout: Literal["half", "interleaved"] = "half", bias: bool = True):
+    def __init__(
+        self,
+        d_model: int,
+        *,
+        layer_idx: int = 0,
+        seq_len: int | None = None,
+        heads: PosInt = 4,
+        position: Position = "rope",
+        rotate_values: bool = False,
+        angles_per_head: bool | None = None,
+        value_path: Literal["separate", "same"] = "separate",
+        random_scale: Annotated[float, Opt(minimum=0)] = 1.0,
+        angle_seed: NonNegInt = 12345,
+        token_angles: Annotated[
+            bool,
+            Opt(
+                description="so2_learned: a per-token angle table when "
+                "vocab_size is known (else angles from the hidden state)"
+            ),
+        ] = False,
+        vocab_size: OptPosInt = None,
+        rope_base: PosFloat = 10000.0,
+        layout: Literal["half", "interleaved"] = "half",
+        bias: bool = True,
+    ):
         super().__init__()
         check_positive_int(d_model=d_model, heads=heads)
         check_divides("heads", heads, "d_model", d_model)
@@ -167,8 +185,9 @@ class SoftmaxAttention(nn.Module):
 
 def _variant(name: str, doc: str, **preset):
     """Register a named preset of SoftmaxAttention (the names a config or the cross-paper matrix uses)."""
-    return register_preset(name, SoftmaxAttention, doc,
-                           "".join(p.capitalize() for p in name.split("_")) + "Attention", **preset)
+    return register_preset(
+        name, SoftmaxAttention, doc, "".join(p.capitalize() for p in name.split("_")) + "Attention", **preset
+    )
 
 
 _variant("nope", "M0: causal softmax attention without positional encoding.", position="nope")
@@ -176,12 +195,22 @@ _variant("rope", "M1: RoPE on q and k.", position="rope")
 _variant("rope_qkv", "M2: RoPE on q, k and v (output rotated back).", position="rope", rotate_values=True)
 _variant("alibi", "M7: ALiBi distance bias.", position="alibi")
 _variant("so2_random_qk", "M3: random accumulated SO(2) rotations of q, k.", position="so2_random")
-_variant("so2_random_qkv", "M4: random accumulated SO(2) rotations of q, k, v.", position="so2_random",
-         rotate_values=True)
-_variant("so2_learned_qk", "M5: learned token-dependent accumulated rotations of q, k.", position="so2_learned",
-         token_angles=True)
-_variant("so2_learned_qkv", "M6: learned token-dependent accumulated rotations of q, k, v.",
-         position="so2_learned", rotate_values=True, token_angles=True)
+_variant(
+    "so2_random_qkv", "M4: random accumulated SO(2) rotations of q, k, v.", position="so2_random", rotate_values=True
+)
+_variant(
+    "so2_learned_qk",
+    "M5: learned token-dependent accumulated rotations of q, k.",
+    position="so2_learned",
+    token_angles=True,
+)
+_variant(
+    "so2_learned_qkv",
+    "M6: learned token-dependent accumulated rotations of q, k, v.",
+    position="so2_learned",
+    rotate_values=True,
+    token_angles=True,
+)
 
 
 @register_mixer("path")
@@ -189,11 +218,21 @@ class PaTHAttention(nn.Module):
     """PaTH attention: logits q_i^T H_i..H_{j+1} k_j with H_t = I - beta_t w_t w_t^T (see
     ops/path_attention). w_t = normalize(x_t W_w) per head, beta_t = 2 sigmoid(x_t W_beta + b) in (0, 2).
     (The PaTH paper also runs a short convolution before normalising w; left out here.)"""
+
     backend = BackendOf(path_ops.OP)
 
     causal = True
-    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, heads: PosInt = 4,
-                 chunk: PosInt = 32, bias: bool = True):
+
+    def __init__(
+        self,
+        d_model: int,
+        *,
+        layer_idx: int = 0,
+        seq_len: int | None = None,
+        heads: PosInt = 4,
+        chunk: PosInt = 32,
+        bias: bool = True,
+    ):
         super().__init__()
         check_positive_int(d_model=d_model, heads=heads, chunk=chunk)
         check_divides("heads", heads, "d_model", d_model)

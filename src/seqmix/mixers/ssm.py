@@ -17,6 +17,7 @@ All use ZOH for A; B is ZOH (``disc="zoh"``, the paper's Algorithm 2) or Euler (
 Complex parameters are kept as real tensors (..., 2) so that AdamW acts on real and imaginary parts;
 A = -exp(log_re) + i im keeps Re A < 0.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,8 +30,8 @@ from torch import nn
 from ..ops import fftconv
 from ..ops import selective_scan as ss_ops
 from ..ops import ssd as ssd_ops
-from ..options import Opt, OptPosInt, PosFloat, PosInt
 from ..ops.dispatch import BackendOf
+from ..options import Opt, OptPosInt, PosFloat, PosInt
 from ..registry import register_mixer
 from .base import check_divides, check_input, check_positive_int, register_preset
 
@@ -105,18 +106,37 @@ def _cplx(shape, std: float) -> torch.Tensor:
 @register_mixer("s4d")
 class S4D(_ScanUnit):
     """S4D unit: x_k = exp(Delta A) x_{k-1} + Delta phi1(Delta A) B u_k, y_k = Re(C x_k) (+ D u_k), per channel."""
+
     backend = BackendOf(select=lambda m: (fftconv.OP,) if m.mode == "conv" else (ss_ops.OP,))
 
-    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, d_state: PosInt = 16,
-                 complex: bool = True, tie_A: bool = True,
-                 tie_BC: Annotated[bool, Opt(description="one B and C for all channels (S4D-tiedBC)")] = False,
-                 skip: bool = False, mode: Literal["conv", "recurrent"] = "conv", dt_min: PosFloat = 1e-3,
-                 dt_max: PosFloat = 1e-1, chunk: OptPosInt = None):
+    def __init__(
+        self,
+        d_model: int,
+        *,
+        layer_idx: int = 0,
+        seq_len: int | None = None,
+        d_state: PosInt = 16,
+        complex: bool = True,
+        tie_A: bool = True,
+        tie_BC: Annotated[bool, Opt(description="one B and C for all channels (S4D-tiedBC)")] = False,
+        skip: bool = False,
+        mode: Literal["conv", "recurrent"] = "conv",
+        dt_min: PosFloat = 1e-3,
+        dt_max: PosFloat = 1e-1,
+        chunk: OptPosInt = None,
+    ):
         super().__init__()
         check_positive_int(d_model=d_model, d_state=d_state)
         if mode not in ("conv", "recurrent"):
             raise ValueError(f"mode must be 'conv' or 'recurrent', got {mode!r}")
-        self.d_model, self.n, self.is_complex, self.mode, self.disc, self.chunk = d_model, d_state, complex, mode, "zoh", chunk
+        self.d_model, self.n, self.is_complex, self.mode, self.disc, self.chunk = (
+            d_model,
+            d_state,
+            complex,
+            mode,
+            "zoh",
+            chunk,
+        )
         self.A = _DiagA(d_model, d_state, complex, tie_A, "lin" if complex else "real")
         nb = 1 if tie_BC else d_model
         if complex:  # S4D default: B = 1, C ~ CN(0, 1)
@@ -164,17 +184,35 @@ class S4D(_ScanUnit):
 class S6(_ScanUnit):
     """S6 unit: Delta_k = softplus(dt(u_k) + b), B_k = B u_k, C_k = u_k^T C (shared across channels), real A."""
 
-    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, d_state: PosInt = 16,
-                 dt_rank: Annotated[int | Literal["auto"], Opt(minimum=1)] = 1, tie_A: bool = True,
-                 disc: Disc = "zoh", skip: bool = False, dt_min: PosFloat = 1e-3, dt_max: PosFloat = 1e-1,
-                 chunk: OptPosInt = None):
+    def __init__(
+        self,
+        d_model: int,
+        *,
+        layer_idx: int = 0,
+        seq_len: int | None = None,
+        d_state: PosInt = 16,
+        dt_rank: Annotated[int | Literal["auto"], Opt(minimum=1)] = 1,
+        tie_A: bool = True,
+        disc: Disc = "zoh",
+        skip: bool = False,
+        dt_min: PosFloat = 1e-3,
+        dt_max: PosFloat = 1e-1,
+        chunk: OptPosInt = None,
+    ):
         super().__init__()
         check_positive_int(d_model=d_model, d_state=d_state)
         if disc not in ("zoh", "euler"):
             raise ValueError(f"disc must be 'zoh' or 'euler', got {disc!r}")
         r = math.ceil(d_model / 16) if dt_rank == "auto" else dt_rank
         check_positive_int(dt_rank=r)
-        self.d_model, self.n, self.disc, self.chunk, self.is_complex, self.dt_rank = d_model, d_state, disc, chunk, False, r
+        self.d_model, self.n, self.disc, self.chunk, self.is_complex, self.dt_rank = (
+            d_model,
+            d_state,
+            disc,
+            chunk,
+            False,
+            r,
+        )
         self.A = _DiagA(d_model, d_state, False, tie_A, "real")
         self.B_proj = nn.Linear(d_model, d_state, bias=False)
         self.C_proj = nn.Linear(d_model, d_state, bias=False)
@@ -200,12 +238,23 @@ class B2S6(_ScanUnit):
     """B2S6 unit: per block j, Delta = softplus(w_j . u^[j] + b_(j,i)), Bin = B_w^[j] u^[j] + B_bias_(j,i),
     C = u^[j]^T C^[j]; x = exp(Delta A) x + Delta phi1(Delta A) Bin u_(j,i); y = Re(C x)."""
 
-    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None,
-                 blocks: Annotated[int, Opt(minimum=1, description="h; p = d_model / h")] = 8,
-                 d_state: PosInt = 16, complex: bool = True,
-                 bias: Annotated[bool, Opt(description="per-channel B_bias (False: block-only variant)")] = True,
-                 tie_A: bool = True, disc: Disc = "zoh", skip: bool = False, dt_min: PosFloat = 1e-3,
-                 dt_max: PosFloat = 1e-1, chunk: OptPosInt = None):
+    def __init__(
+        self,
+        d_model: int,
+        *,
+        layer_idx: int = 0,
+        seq_len: int | None = None,
+        blocks: Annotated[int, Opt(minimum=1, description="h; p = d_model / h")] = 8,
+        d_state: PosInt = 16,
+        complex: bool = True,
+        bias: Annotated[bool, Opt(description="per-channel B_bias (False: block-only variant)")] = True,
+        tie_A: bool = True,
+        disc: Disc = "zoh",
+        skip: bool = False,
+        dt_min: PosFloat = 1e-3,
+        dt_max: PosFloat = 1e-1,
+        chunk: OptPosInt = None,
+    ):
         super().__init__()
         check_positive_int(d_model=d_model, blocks=blocks, d_state=d_state)
         check_divides("blocks", blocks, "d_model", d_model)
@@ -252,7 +301,9 @@ class B2S6(_ScanUnit):
         the Delta parameters w, b at min(1e-3, 0.1 lr); none of them decayed. The rest follow the defaults."""
         hints = {n: {"lr": self.lr_ssm, "weight_decay": 0.0} for n, _ in self.A.named_parameters(prefix="A")}
         names = {id(p): n for n, p in self.named_parameters()}
-        hints.update({names[id(p)]: {"lr_mult": 0.1, "lr_max": 1e-3, "weight_decay": 0.0} for p in self.delta_parameters()})
+        hints.update(
+            {names[id(p)]: {"lr_mult": 0.1, "lr_max": 1e-3, "weight_decay": 0.0} for p in self.delta_parameters()}
+        )
         if self.B_bias is not None:
             hints["B_bias"] = {"lr": self.lr_ssm, "weight_decay": 0.0}
         return hints
@@ -284,15 +335,26 @@ class MambaBlock(nn.Module):
     """Mamba-1 mixer: y = out_proj(unit(SiLU(conv(x W_x))) * SiLU(x W_z)), d_inner = expand * d_model."""
 
     causal = True
-    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, expand: PosInt = 2,
-                 d_conv: PosInt = 4, unit: Literal["s6", "s4d", "b2s6"] = "s6", unit_options: dict | None = None):
+
+    def __init__(
+        self,
+        d_model: int,
+        *,
+        layer_idx: int = 0,
+        seq_len: int | None = None,
+        expand: PosInt = 2,
+        d_conv: PosInt = 4,
+        unit: Literal["s6", "s4d", "b2s6"] = "s6",
+        unit_options: dict | None = None,
+    ):
         super().__init__()
         check_positive_int(d_model=d_model, expand=expand, d_conv=d_conv)
         if unit not in _UNITS:
             raise ValueError(f"unit must be one of {sorted(_UNITS)}, got {unit!r}")
         self.d_model, self.d_inner = d_model, expand * d_model
-        opts = {"s6": {"dt_rank": "auto", "tie_A": False, "skip": True}, "s4d": {"skip": True},
-                "b2s6": {"skip": True}}[unit]
+        opts = {"s6": {"dt_rank": "auto", "tie_A": False, "skip": True}, "s4d": {"skip": True}, "b2s6": {"skip": True}}[
+            unit
+        ]
         opts.update(unit_options or {})
         self.in_proj = nn.Linear(d_model, 2 * self.d_inner, bias=False)
         self.conv = _CausalDepthwiseConv(self.d_inner, d_conv)
@@ -310,8 +372,10 @@ class MambaBlock(nn.Module):
         return self.out_proj(self.unit(F.silu(self.conv(u))) * F.silu(z))
 
     def init_state(self, batch: int, dtype=torch.float32, device=None):
-        return (torch.zeros(batch, self.d_inner, self.conv.k - 1, dtype=dtype, device=device),
-                self.unit.init_state(batch, dtype, device))
+        return (
+            torch.zeros(batch, self.d_inner, self.conv.k - 1, dtype=dtype, device=device),
+            self.unit.init_state(batch, dtype, device),
+        )
 
     def step(self, x_t: torch.Tensor, state):
         """x_t: (B, d_model) -> (y_t, state)."""
@@ -339,16 +403,38 @@ class _GatedRMSNorm(nn.Module):
 class Mamba2(nn.Module):
     """Mamba2 mixer (sessa spec §2.5): [z, xBC, dt] = in_proj(u); xBC = SiLU(conv(xBC)); SSD with a scalar
     A per head; y = out_proj(RMSNorm(y * SiLU(z)))."""
+
     backend = BackendOf(select=lambda m: (ssd_ops.OP,) if m.mode == "chunked" else ())
 
     causal = True
-    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, d_state: PosInt = 64,
-                 headdim: PosInt = 32, expand: PosInt = 2, ngroups: PosInt = 1, d_conv: PosInt = 4,
-                 chunk: PosInt = 64, mode: Literal["chunked", "recurrent"] = "chunked", dt_min: PosFloat = 1e-3,
-                 dt_max: PosFloat = 1e-1, A_init_range: tuple[PosFloat, PosFloat] = (1.0, 16.0)):
+
+    def __init__(
+        self,
+        d_model: int,
+        *,
+        layer_idx: int = 0,
+        seq_len: int | None = None,
+        d_state: PosInt = 64,
+        headdim: PosInt = 32,
+        expand: PosInt = 2,
+        ngroups: PosInt = 1,
+        d_conv: PosInt = 4,
+        chunk: PosInt = 64,
+        mode: Literal["chunked", "recurrent"] = "chunked",
+        dt_min: PosFloat = 1e-3,
+        dt_max: PosFloat = 1e-1,
+        A_init_range: tuple[PosFloat, PosFloat] = (1.0, 16.0),
+    ):
         super().__init__()
-        check_positive_int(d_model=d_model, d_state=d_state, headdim=headdim, expand=expand, ngroups=ngroups,
-                           d_conv=d_conv, chunk=chunk)
+        check_positive_int(
+            d_model=d_model,
+            d_state=d_state,
+            headdim=headdim,
+            expand=expand,
+            ngroups=ngroups,
+            d_conv=d_conv,
+            chunk=chunk,
+        )
         d_inner = expand * d_model
         check_divides("headdim", headdim, "d_inner = expand * d_model", d_inner)
         H = d_inner // headdim
@@ -391,8 +477,10 @@ class Mamba2(nn.Module):
         return self.out_proj(self.norm(y.reshape(Bsz, L, self.d_inner), z))
 
     def init_state(self, batch: int, dtype=torch.float32, device=None):
-        return (torch.zeros(batch, self.conv.conv.in_channels, self.conv.k - 1, dtype=dtype, device=device),
-                torch.zeros(batch, self.H, self.P, self.N, dtype=dtype, device=device))
+        return (
+            torch.zeros(batch, self.conv.conv.in_channels, self.conv.k - 1, dtype=dtype, device=device),
+            torch.zeros(batch, self.H, self.P, self.N, dtype=dtype, device=device),
+        )
 
     def step(self, u_t: torch.Tensor, state):
         """u_t: (B, d_model) -> (y_t, state)."""

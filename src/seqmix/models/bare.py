@@ -2,6 +2,7 @@
 
 The heads paper's students and teachers are single mixers, so its experiments use this model.
 """
+
 from __future__ import annotations
 
 from torch import nn

@@ -5,6 +5,7 @@
 - ``gated``: the Sessa block around the mixer (seqmix.mixers.sessa.SessaBlock), no separate MLP.
 Mixers that need token ids (learned per-token rotation angles) get them as ``tokens=``.
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Literal
@@ -61,8 +62,16 @@ def mixer_kwargs(mixer: nn.Module, tokens: torch.Tensor | None, lengths: torch.T
     return kw
 
 
-def make_blocks(d_model: int, n_layers: int, mixer: dict, block: str, mlp_hidden: int, norm: str,
-                seq_len: int | None, vocab_size: int | None) -> nn.ModuleList:
+def make_blocks(
+    d_model: int,
+    n_layers: int,
+    mixer: dict,
+    block: str,
+    mlp_hidden: int,
+    norm: str,
+    seq_len: int | None,
+    vocab_size: int | None,
+) -> nn.ModuleList:
     """n_layers blocks around the mixer ``mixer`` ({"name": ..., **options}); layer l's mixer gets
     ``layer_idx=l`` and the model's facts (vocab_size), and derives what it needs from them itself."""
     if block not in BLOCKS:
@@ -71,8 +80,7 @@ def make_blocks(d_model: int, n_layers: int, mixer: dict, block: str, mlp_hidden
     name = opts.pop("name")
     blocks = []
     for layer in range(n_layers):
-        m = build_mixer(name, d_model, layer_idx=layer, seq_len=seq_len, model_facts={"vocab_size": vocab_size},
-                        **opts)
+        m = build_mixer(name, d_model, layer_idx=layer, seq_len=seq_len, model_facts={"vocab_size": vocab_size}, **opts)
         blocks.append(SessaBlock(d_model, m) if block == "gated" else ResidualBlock(d_model, m, mlp_hidden, norm))
     return nn.ModuleList(blocks)
 
@@ -83,4 +91,3 @@ BlockKind = Literal["residual_mlp", "gated"]
 NormKind = Literal["layernorm", "rmsnorm"]
 MlpRatio = Annotated[float, Opt(minimum=0)]
 MlpHidden = Annotated[int | None, Opt(minimum=0)]
-

@@ -13,6 +13,7 @@ Edge attention in exact adjacency-matrix form: keys depend only on the source, s
 softmax over source nodes with log-weight l_s + log outdeg_s, and the attention mass reaching target t is
 y_t = sum_s P_s A_st / outdeg_s; then sum_i a_i u_{t_i} = U y. Per-edge weights a_i = P_{s_i} / outdeg_{s_i}.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,8 +23,8 @@ import torch
 from torch import nn
 
 from .. import registry
-from ..options import Opt, PosInt
 from ..graphs import source_softmax
+from ..options import Opt, PosInt
 
 EPS = 1e-12
 
@@ -49,8 +50,9 @@ class CascadeLayer(nn.Module):
         return self.o.weight @ self.v.weight
 
 
-def multihead_edge_attention(q: torch.Tensor, adj: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
-                             heads: int) -> tuple[torch.Tensor, torch.Tensor]:
+def multihead_edge_attention(
+    q: torch.Tensor, adj: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, heads: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """H heads of source-node attention (App. J): q (B, d) = W_Q z; keys, values (n, d) = (W_K U)^T, (W_V U)^T.
     Each head attends with its d/H slice at scale 1/sqrt(d/H) and reads its slice of the values.
     Returns (P (B, H, n) per-head source mass, head outputs concatenated (B, d), before W_O)."""
@@ -80,14 +82,20 @@ def edge_attention(z: torch.Tensor, adj: torch.Tensor, keys: torch.Tensor, scale
 
 @registry.register_model("cascade")
 class CascadeTransformer(nn.Module):
-    def __init__(self, U: torch.Tensor, L: int, node_logit_scale: float | None = None, *,
-                 d_mlp: PosInt = 256,
-                 ln: Annotated[bool, Opt(description="parameter-free L2 LayerNorm after each layer")] = True,
-                 residual: bool = True, mlp: bool = True,
-                 tie_layers: Annotated[bool, Opt(description="one set of weights for every layer")] = False,
-                 qk_init_std: Annotated[float | None, Opt(exclusive_minimum=0)] = None,
-                 heads: Annotated[int, Opt(minimum=1, description="attention heads per layer (App. J); must "
-                                           "divide d")] = 1):
+    def __init__(
+        self,
+        U: torch.Tensor,
+        L: int,
+        node_logit_scale: float | None = None,
+        *,
+        d_mlp: PosInt = 256,
+        ln: Annotated[bool, Opt(description="parameter-free L2 LayerNorm after each layer")] = True,
+        residual: bool = True,
+        mlp: bool = True,
+        tie_layers: Annotated[bool, Opt(description="one set of weights for every layer")] = False,
+        qk_init_std: Annotated[float | None, Opt(exclusive_minimum=0)] = None,
+        heads: Annotated[int, Opt(minimum=1, description="attention heads per layer (App. J); must divide d")] = 1,
+    ):
         """U: (d, n) fixed node embedding; L: cascade layers; node_logit_scale: init of the learnable
         readout-softmax scale (spec U9), None for none. These three come from ``Reachability.model_inputs``."""
         super().__init__()
@@ -101,8 +109,7 @@ class CascadeTransformer(nn.Module):
         count = 1 if tie_layers else self.L
         self.layers = nn.ModuleList(CascadeLayer(self.d, d_mlp, mlp, qk_init_std) for _ in range(count))
         # the task's optional learnable readout-softmax scale is a parameter, so it lives here
-        self.logit_scale = (nn.Parameter(torch.tensor(float(node_logit_scale))) if node_logit_scale is not None
-                            else None)
+        self.logit_scale = nn.Parameter(torch.tensor(float(node_logit_scale))) if node_logit_scale is not None else None
 
     def layer(self, c: int) -> CascadeLayer:
         return self.layers[0 if self.tie else c]
@@ -119,7 +126,8 @@ class CascadeTransformer(nn.Module):
     def forward(self, x, internals: bool = False) -> dict:
         """x = (adj (B, n, n), root (B,)). Returns {"z": (B, L+1, d)} (z_0 = u_r; unnormalised under NoLN),
         "logit_scale" () when the task asks for a learnable readout scale;
-        with ``internals`` also per layer "P" (B, L, n) source attention mass (averaged over heads), "pre" (B, L, d) = ã,
+        with ``internals`` also per layer "P" (B, L, n) source attention mass (averaged over heads), "pre"
+        (B, L, d) = ã,
         "post" (B, L, d) = ã + h (before LN)."""
         adj, root = x
         U = self.U.to(adj.dtype)

@@ -6,6 +6,7 @@
 Pooling: ``mean`` over valid positions (``lengths`` (B,) or all) or ``last`` (the last valid position).
 For bidirectional LRA models use the ``bidirectional`` mixer; ``lengths`` reaches it so padding is respected.
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Literal
@@ -20,11 +21,23 @@ from .blocks import BlockKind, MlpHidden, MlpRatio, NormKind, make_blocks, make_
 
 @registry.register_model("sequence_classifier")
 class SequenceClassifier(nn.Module):
-    def __init__(self, d_out: int | None = None, seq_len: int | None = None, *, d_model: PosInt, n_layers: PosInt,
-                 mixer: MixerSpec, block: BlockKind = "residual_mlp", mlp_ratio: MlpRatio = 4.0,
-                 mlp_hidden: MlpHidden = None, norm: NormKind = "layernorm", pooling: Literal["mean", "last"] = "mean",
-                 vocab_size: OptPosInt = None, d_in: OptPosInt = None,
-                 num_classes: Annotated[int | None, Opt(minimum=2)] = None):
+    def __init__(
+        self,
+        d_out: int | None = None,
+        seq_len: int | None = None,
+        *,
+        d_model: PosInt,
+        n_layers: PosInt,
+        mixer: MixerSpec,
+        block: BlockKind = "residual_mlp",
+        mlp_ratio: MlpRatio = 4.0,
+        mlp_hidden: MlpHidden = None,
+        norm: NormKind = "layernorm",
+        pooling: Literal["mean", "last"] = "mean",
+        vocab_size: OptPosInt = None,
+        d_in: OptPosInt = None,
+        num_classes: Annotated[int | None, Opt(minimum=2)] = None,
+    ):
         """``d_out`` and ``seq_len`` come from the task (``Task.model_inputs``), the rest from the config."""
         super().__init__()
         V = vocab_size

@@ -3,10 +3,12 @@
 
     tokens: (B, L) int64 -> logits: (B, L, vocab)
 
-Built from a mixer name + sizes: ``DecoderLM(**task.model_inputs(), d_model=64, n_layers=2, mixer={"name": "sessa", "heads": 4},
+Built from a mixer name + sizes: ``DecoderLM(**task.model_inputs(), d_model=64, n_layers=2, mixer={"name":
+"sessa", "heads": 4},
 block="gated")``. Optimizer groups come from ``seqmix.training.optim.param_groups``: the
 embedding (and the head tied to it) and the norms are not decayed; mixers add their own hints (B2S6).
 """
+
 from __future__ import annotations
 
 import torch
@@ -19,9 +21,20 @@ from .blocks import BlockKind, MlpHidden, MlpRatio, NormKind, make_blocks, make_
 
 @registry.register_model("decoder_lm")
 class DecoderLM(nn.Module):
-    def __init__(self, seq_len: int | None = None, *, d_model: PosInt, n_layers: PosInt, mixer: MixerSpec,
-                 block: BlockKind = "residual_mlp", mlp_ratio: MlpRatio = 4.0, mlp_hidden: MlpHidden = None,
-                 norm: NormKind = "layernorm", tie_embeddings: bool = True, vocab_size: OptPosInt = None):
+    def __init__(
+        self,
+        seq_len: int | None = None,
+        *,
+        d_model: PosInt,
+        n_layers: PosInt,
+        mixer: MixerSpec,
+        block: BlockKind = "residual_mlp",
+        mlp_ratio: MlpRatio = 4.0,
+        mlp_hidden: MlpHidden = None,
+        norm: NormKind = "layernorm",
+        tie_embeddings: bool = True,
+        vocab_size: OptPosInt = None,
+    ):
         """``seq_len`` (and ``vocab_size`` when the config leaves it null) come from the task
         (``Task.model_inputs``)."""
         super().__init__()

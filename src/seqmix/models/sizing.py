@@ -6,6 +6,7 @@ fine knob that adds parameters almost linearly (e.g. the MLP hidden width), buil
 ``meta`` device so no memory is allocated, and returns the closest configuration; it raises ValueError when
 the best is not within ``tol`` (relative) of the target.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -31,9 +32,14 @@ def _count(build: Callable[..., nn.Module], exclude_embeddings: bool, **kw) -> i
         return count_parameters(build(**kw), exclude_embeddings)
 
 
-def fit_parameters(build: Callable[..., nn.Module], target: int, coarse: tuple[str, Iterable[int]],
-                   fine: tuple[str, Callable[[int], Iterable[int]]] | None = None, tol: float = 0.01,
-                   exclude_embeddings: bool = False) -> tuple[dict, int]:
+def fit_parameters(
+    build: Callable[..., nn.Module],
+    target: int,
+    coarse: tuple[str, Iterable[int]],
+    fine: tuple[str, Callable[[int], Iterable[int]]] | None = None,
+    tol: float = 0.01,
+    exclude_embeddings: bool = False,
+) -> tuple[dict, int]:
     """Return ({coarse_name: v, fine_name: w}, count) with count closest to ``target``.
 
     build(**{coarse_name: v, fine_name: w}) -> model. ``fine`` = (name, candidates(v)) lists fine values to try
@@ -68,22 +74,33 @@ def fit_parameters(build: Callable[..., nn.Module], target: int, coarse: tuple[s
     if best is None:
         raise ValueError("coarse: no candidate values given")
     if best[0] > tol:
-        raise ValueError(f"target: no configuration within {tol:.1%} of {target} parameters "
-                         f"(closest {best[2]} with {best[1]})")
+        raise ValueError(
+            f"target: no configuration within {tol:.1%} of {target} parameters (closest {best[2]} with {best[1]})"
+        )
     return best[1], best[2]
 
 
-def size_decoder_lm(target: int, *, vocab_size: int, n_layers: int, mixer: dict, block: str = "residual_mlp",
-                    multiple_of: int = 8, widths: Iterable[int] | None = None, tol: float = 0.01,
-                    exclude_embeddings: bool = False) -> dict:
+def size_decoder_lm(
+    target: int,
+    *,
+    vocab_size: int,
+    n_layers: int,
+    mixer: dict,
+    block: str = "residual_mlp",
+    multiple_of: int = 8,
+    widths: Iterable[int] | None = None,
+    tol: float = 0.01,
+    exclude_embeddings: bool = False,
+) -> dict:
     """A DecoderLM config within ``tol`` of ``target`` parameters: d_model over multiples of ``multiple_of``,
     then the MLP hidden width (residual_mlp blocks only; gated blocks have no fine knob, so the 1% holds only
     where the width grid is fine enough)."""
     from .lm import DecoderLM
 
     def build(d_model, mlp_hidden=None):
-        return DecoderLM(vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, mixer=mixer, block=block,
-                         mlp_hidden=mlp_hidden)
+        return DecoderLM(
+            vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, mixer=mixer, block=block, mlp_hidden=mlp_hidden
+        )
 
     widths = list(widths) if widths is not None else list(range(multiple_of, 4097, multiple_of))
     # only widths whose default (4d MLP) model is not far above the target are worth a fine search
@@ -96,5 +113,11 @@ def size_decoder_lm(target: int, *, vocab_size: int, n_layers: int, mixer: dict,
     if not coarse_ok:
         raise ValueError(f"target: {target} parameters is below the smallest width's count")
     kw, n = fit_parameters(build, target, ("d_model", coarse_ok[-4:]), fine, tol, exclude_embeddings)
-    return {"d_model": kw["d_model"], "n_layers": n_layers, "mixer": dict(mixer), "block": block,
-            "mlp_hidden": kw.get("mlp_hidden"), "parameters": n}
+    return {
+        "d_model": kw["d_model"],
+        "n_layers": n_layers,
+        "mixer": dict(mixer),
+        "block": block,
+        "mlp_hidden": kw.get("mlp_hidden"),
+        "parameters": n,
+    }

@@ -1,4 +1,5 @@
 """Which backend (torch reference or a Triton kernel) each layer ran: recorded as an MLflow tag."""
+
 from __future__ import annotations
 
 from torch import nn

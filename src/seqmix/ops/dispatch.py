@@ -16,6 +16,7 @@ A fallback runs the reference and warns once per (op, reason), unless strict ker
 raises ``KernelFallbackError``. ``backend_on(device)`` says, without warning, which backend a call on that
 device would use: mixers derive their ``backend`` property from it (``BackendOf``).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -23,7 +24,7 @@ import importlib.util
 import logging
 import os
 import warnings
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import torch
 
@@ -93,8 +94,10 @@ class Op:
     def _fallback(self, why: str) -> None:
         msg = f"op {self.name!r}: the triton kernel cannot run ({why}); running the reference"
         if strict():
-            raise KernelFallbackError(msg + " — refused because strict kernels are on "
-                                      "(config key `kernels: strict` or SEQMIX_STRICT_KERNELS=1)")
+            raise KernelFallbackError(
+                msg + " — refused because strict kernels are on "
+                "(config key `kernels: strict` or SEQMIX_STRICT_KERNELS=1)"
+            )
         if why not in self._warned:
             self._warned.add(why)
             warnings.warn(msg, RuntimeWarning, stacklevel=3)

@@ -5,12 +5,13 @@ A paper's package may also live outside this source tree: a ``seqmix/papers/`` d
 path that is an overlay (no ``seqmix/__init__.py`` beside it, so not another copy of the library) is part of
 this package. That is how a paper kept out of tree, or a test's throwaway paper, is found.
 """
+
 from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 for _entry in sys.path:
     _dir = Path(_entry or ".") / "seqmix" / "papers"
@@ -29,6 +30,8 @@ def artefact_function(paper: str, name: str) -> Callable[[dict, Path], None]:
     except AttributeError:
         raise LookupError(f"{module.__name__} defines no ARTEFACTS (the map of its declared artefacts)") from None
     if name not in table:
-        raise LookupError(f"unknown artefact {name!r} of paper {paper}; {module.__name__}.ARTEFACTS has: "
-                          f"{', '.join(table) or 'nothing'}")
+        raise LookupError(
+            f"unknown artefact {name!r} of paper {paper}; {module.__name__}.ARTEFACTS has: "
+            f"{', '.join(table) or 'nothing'}"
+        )
     return table[name]

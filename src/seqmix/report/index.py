@@ -1,4 +1,5 @@
 """results/report.md: where every table, figure and claims file of the run is, with verdict counts."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,7 +18,9 @@ def write_index(results: Path, papers: list[str], scale: str, out: Path) -> None
         if claims.exists():
             df = pd.read_csv(claims)
             counts = df["verdict"].value_counts().to_dict()
-            lines.append(f"- claims: [{p}/claims.md]({p}/claims.md) — " + ", ".join(f"{v}: {n}" for v, n in counts.items()))
+            lines.append(
+                f"- claims: [{p}/claims.md]({p}/claims.md) — " + ", ".join(f"{v}: {n}" for v, n in counts.items())
+            )
         for kind in ("table", "figure"):
             d = layout.artefact_dir(results, p, kind, "")
             files = sorted(f for f in d.glob("*") if f.suffix in (".md", ".png", ".pdf", ".tex", ".csv"))

@@ -1,5 +1,6 @@
 """Figure helpers: a headless matplotlib, atomic PNG + PDF (+ the CSV a figure is drawn from), and the
 mean ± std band over seeds that most training-curve figures use."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,8 +24,9 @@ def save(fig, stem: str | Path) -> list[Path]:
     for ext in ("png", "pdf"):
         path = stem.with_name(f"{stem.name}.{ext}")
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=ext, dpi=150, bbox_inches="tight",
-                        metadata={"CreationDate": None} if ext == "pdf" else None)
+            fig.savefig(
+                tmp, format=ext, dpi=150, bbox_inches="tight", metadata={"CreationDate": None} if ext == "pdf" else None
+            )
         out.append(path)
     plt.close(fig)
     return out

@@ -1,5 +1,6 @@
 """Statistics the papers' tables and analyses share: mean ± std over seeds as text, geometric means, linear
 and log-linear fits (scipy), and where two sampled curves cross."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -37,6 +38,7 @@ def geomean(values: Sequence[float]) -> float:
 
 class Fit(NamedTuple):
     """y ≈ slope * x + intercept (in the fitted coordinates) and the coefficient of determination."""
+
     slope: float
     intercept: float
     r2: float
@@ -50,12 +52,13 @@ def linear_fit(x: Sequence[float], y: Sequence[float]) -> Fit:
     if x.size < 2 or np.ptp(x) == 0:
         raise ValueError(f"a line needs at least two distinct x values, got {np.unique(x).tolist()}")
     r = _scipy_stats.linregress(x, y)
-    return Fit(float(r.slope), float(r.intercept), float(r.rvalue ** 2))
+    return Fit(float(r.slope), float(r.intercept), float(r.rvalue**2))
 
 
 def loglinear_fit(x: Sequence[float], y: Sequence[float], base: float = 10.0, log_x: bool = False) -> Fit:
     """Line through (x, log_base y), or (log_base x, log_base y) with ``log_x``: y ~ base^(slope x)
     (a power law with ``log_x``). Non-positive y (or x with ``log_x``) is an error."""
+
     def log(v, name):
         v = np.asarray(v, dtype=float).ravel()
         if np.any(~(v > 0)):
@@ -91,5 +94,11 @@ def geomean_by(df, key: str, metric: str):
     import pandas as pd
 
     g = df.assign(_l=np.log10(df[metric].clip(lower=1e-300))).groupby(key)["_l"]
-    return pd.DataFrame({key: g.mean().index, "geomean": 10 ** g.mean().values, "log10_std": g.std(ddof=0).values,
-                         "count": g.count().values})
+    return pd.DataFrame(
+        {
+            key: g.mean().index,
+            "geomean": 10 ** g.mean().values,
+            "log10_std": g.std(ddof=0).values,
+            "count": g.count().values,
+        }
+    )

@@ -5,6 +5,7 @@ Static tables (a paper's own table copied into its YAML: columns, rows of string
 math) and computed tables (an artefact's DataFrame) go through the same ``render_table``. ``write_csv`` is the
 plain rows-of-dicts -> CSV writer for data files (not display tables).
 """
+
 from __future__ import annotations
 
 import csv
@@ -18,12 +19,34 @@ from ..io import write_text
 
 # LaTeX for the characters our captions and cells use: the specials are escaped, the Unicode signs our
 # tables print (±, ≥, ...) become math so a pdflatex build without unicode input encoding still compiles.
-_TEX = str.maketrans({
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$", "{": r"\{", "}": r"\}",
-    "~": r"\textasciitilde{}", "^": r"\^{}", "±": r"$\pm$", "≥": r"$\geq$", "≤": r"$\leq$", "≪": r"$\ll$",
-    "≈": r"$\approx$", "×": r"$\times$", "−": "-", "—": "--", "–": "-", "✓": r"$\checkmark$", "→": r"$\to$",
-    "α": r"$\alpha$", "β": r"$\beta$", "γ": r"$\gamma$",
-})
+_TEX = str.maketrans(
+    {
+        "\\": r"\textbackslash{}",
+        "&": r"\&",
+        "%": r"\%",
+        "_": r"\_",
+        "#": r"\#",
+        "$": r"\$",
+        "{": r"\{",
+        "}": r"\}",
+        "~": r"\textasciitilde{}",
+        "^": r"\^{}",
+        "±": r"$\pm$",
+        "≥": r"$\geq$",
+        "≤": r"$\leq$",
+        "≪": r"$\ll$",
+        "≈": r"$\approx$",
+        "×": r"$\times$",
+        "−": "-",
+        "—": "--",
+        "–": "-",
+        "✓": r"$\checkmark$",
+        "→": r"$\to$",
+        "α": r"$\alpha$",
+        "β": r"$\beta$",
+        "γ": r"$\gamma$",
+    }
+)
 
 
 def tex_escape(text: str) -> str:
@@ -67,8 +90,12 @@ def _latex(df: pd.DataFrame, caption: str, math: set[str]) -> str:
     lines = ["\\begin{table}[t]", "\\centering"]
     if caption:
         lines.append(f"\\caption{{{tex_escape(caption)}}}")
-    lines += ["\\begin{tabular}{" + "l" * len(df.columns) + "}", "\\toprule",
-              " & ".join(tex_escape(c) for c in df.columns) + " \\\\", "\\midrule"]
+    lines += [
+        "\\begin{tabular}{" + "l" * len(df.columns) + "}",
+        "\\toprule",
+        " & ".join(tex_escape(c) for c in df.columns) + " \\\\",
+        "\\midrule",
+    ]
     for row in df.itertuples(index=False):
         lines.append(" & ".join(f"${v}$" if c in math else tex_escape(v) for c, v in zip(df.columns, row)) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
@@ -82,8 +109,11 @@ def render_table(df: pd.DataFrame, caption: str = "", math_columns: Iterable[str
     shown as given (numbers are not re-parsed: "1.00" stays "1.00")."""
     math = _check_frame(df, math_columns)
     df = df.astype(str)
-    return {"md": _markdown(df, caption, math), "tex": _latex(df, caption, math),
-            "csv": df.to_csv(index=False, lineterminator="\n")}
+    return {
+        "md": _markdown(df, caption, math),
+        "tex": _latex(df, caption, math),
+        "csv": df.to_csv(index=False, lineterminator="\n"),
+    }
 
 
 def write_table(df: pd.DataFrame, stem: str | Path, caption: str = "", math_columns: Iterable[str] = ()) -> list[Path]:

@@ -8,6 +8,7 @@ Chance-level cross-entropy is ln(values); a model that uses the context goes bel
 
 Token ids: keys 0..keys-1, values keys..keys+values-1. Every batch is a pure function of (seed, step, rank).
 """
+
 from __future__ import annotations
 
 import math
@@ -26,8 +27,16 @@ IGNORE = -100
 
 @register_task("assoc_recall")
 class AssocRecall(Task):
-    def __init__(self, *, pairs: PosInt = 4, keys: PosInt = 16, values: Annotated[int, Opt(minimum=2)] = 16,
-                 test_size: PosInt = 256, test_seed: NonNegInt = 4321, dtype: torch.dtype = torch.float32):
+    def __init__(
+        self,
+        *,
+        pairs: PosInt = 4,
+        keys: PosInt = 16,
+        values: Annotated[int, Opt(minimum=2)] = 16,
+        test_size: PosInt = 256,
+        test_seed: NonNegInt = 4321,
+        dtype: torch.dtype = torch.float32,
+    ):
         if keys < pairs:
             raise ValueError(f"keys={keys} must be >= pairs={pairs} (keys within a sequence are distinct)")
         self.pairs, self.keys, self.values = pairs, keys, values
@@ -52,7 +61,7 @@ class AssocRecall(Task):
         qk, qv = k.gather(1, order), v.gather(1, order)
         x = torch.cat((torch.stack((k, v), -1).flatten(1), torch.stack((qk, qv), -1).flatten(1)), dim=1)
         y = torch.full_like(x, IGNORE)
-        y[:, 2 * P::2] = qv  # at each query position, predict its value
+        y[:, 2 * P :: 2] = qv  # at each query position, predict its value
         return x, y
 
     def batch(self, seed: int, step: int, rank: int, size: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,4 +1,5 @@
 """What every task provides. Batches come from ``seqmix.rng.counter_generator`` (re-exported here)."""
+
 from __future__ import annotations
 
 import torch

@@ -8,9 +8,9 @@ is measured at initialisation (heads spec §3.6).
 This module holds the task (the grid and the inputs); the measurement and the model-specific closed forms
 are the probe ``seqmix.diagnostics.lag_sensitivity.diagnose``.
 """
+
 from __future__ import annotations
 
-import math
 from typing import Annotated
 
 import torch
@@ -23,13 +23,17 @@ from .base import Task
 
 @register_task("lag_sensitivity")
 class LagSensitivity(Task):
-    def __init__(self, *, d: Annotated[int, Opt(minimum=1, description="token width")] = 64,
-                 T: Annotated[list[PosInt] | None, Opt(extra={"minItems": 1},
-                                                         description="sequence lengths measured")] = None,
-                 T_extra: Annotated[list[PosInt] | None, Opt(description="more lengths for this variant only "
-                                                               "(the extended attention grid)")] = None,
-                 draws: Annotated[int, Opt(minimum=1, description="input sequences per (model seed, T)")] = 16,
-                 dtype: torch.dtype = torch.float64):
+    def __init__(
+        self,
+        *,
+        d: Annotated[int, Opt(minimum=1, description="token width")] = 64,
+        T: Annotated[list[PosInt] | None, Opt(extra={"minItems": 1}, description="sequence lengths measured")] = None,
+        T_extra: Annotated[
+            list[PosInt] | None, Opt(description="more lengths for this variant only (the extended attention grid)")
+        ] = None,
+        draws: Annotated[int, Opt(minimum=1, description="input sequences per (model seed, T)")] = 16,
+        dtype: torch.dtype = torch.float64,
+    ):
         grid = sorted(set(T or [10, 20, 30, 40, 50, 60, 70, 80, 90, 100]) | set(T_extra or []))
         if d < 1 or draws < 1 or not grid or grid[0] < 1:
             raise ValueError(f"need d >= 1, draws >= 1 and lengths >= 1; got d={d}, draws={draws}, T={grid}")

@@ -16,6 +16,7 @@ The loss mode is a task setting (``loss``, see ``reachability_losses``). Graph s
 live in ``seqmix.graphs`` (pure torch, shared with the theory); the metrics in ``reachability_metrics``. The
 names this module used to define are re-exported, so ``seqmix.tasks.reachability`` keeps its public API.
 """
+
 from __future__ import annotations
 
 import functools
@@ -27,8 +28,8 @@ from typing import Annotated, Literal
 
 import torch
 
-from ..options import NonNegInt, Opt, PosInt
 from ..graphs import GraphBatch, lexmin, reachable_sets, sample_graphs
+from ..options import NonNegInt, Opt, PosInt
 from ..registry import register_task
 from ..rng import counter_generator
 from .base import Task
@@ -60,6 +61,7 @@ def fixed_embedding(n: int, d: int, seed: int, kind: str = "orthonormal_fixed", 
 
 # ----------------------------------------------------------------------------- cache of the evaluation set
 
+
 def _cache_file(key: str) -> Path | None:
     root = os.environ.get("SEQMIX_DATA_CACHE")
     return Path(root) / "reachability" / f"{key}.pt" if root else None
@@ -85,38 +87,59 @@ def eval_set(n: int, p: float, L: int, eval_seed: int, size: int, semantics: str
             log.warning("%s: content hash mismatch; rebuilding", path)
         except Exception as e:  # a corrupted file is rebuilt, never trusted
             log.warning("%s: unreadable (%s); rebuilding", path, e)
-    b = sample_graphs(counter_generator("superposition/eval", n, p, L, eval_seed), size, n, p, L, semantics,
-                      min_final_reach)
+    b = sample_graphs(
+        counter_generator("superposition/eval", n, p, L, eval_seed), size, n, p, L, semantics, min_final_reach
+    )
     if path is not None:
         from ..io import torch_save
 
-        torch_save({"adj": b.adj.to(torch.uint8), "root": b.root, "V": b.V.to(torch.uint8), "lexmin": b.lexmin,
-                    "sha256": _content_hash(b)}, path)
+        torch_save(
+            {
+                "adj": b.adj.to(torch.uint8),
+                "root": b.root,
+                "V": b.V.to(torch.uint8),
+                "lexmin": b.lexmin,
+                "sha256": _content_hash(b),
+            },
+            path,
+        )
     return b
 
 
 # ----------------------------------------------------------------------------- the task
+
 
 @register_task("reachability")
 class Reachability(Task):
     """Reachability by superposition (frontier-superposition paper). ``batch`` returns (x, y) with
     x = (adj, root) and y the GraphBatch; the model maps x to its slots."""
 
-    def __init__(self, *, n: Annotated[int, Opt(minimum=2, description="nodes")],
-                 p: Annotated[float, Opt(exclusive_minimum=0, maximum=1, description="edge probability")],
-                 L: Annotated[int, Opt(minimum=1, description="cascade layers = hops (slots z_0..z_L)")],
-                 d: Annotated[int, Opt(minimum=1, description="embedding width")] = 64,
-                 embed: Literal["orthonormal_fixed", "random_gaussian_normalised"] = "orthonormal_fixed",
-                 embed_seed: NonNegInt = 0, set_semantics: Literal["cumulative", "exact"] = "cumulative",
-                 min_final_reach: NonNegInt = 0, loss: Loss = "sup",
-                 supervised_slots: Literal["all", "intermediate"] = "all", eval_size: PosInt = 1024,
-                 eval_seed: NonNegInt = 10000,
-                 diag_size: Annotated[int | None, Opt(minimum=1, description="instances per in-training "
-                                                      "evaluation")] = None,
-                 node_logit_scale: Annotated[float | None, Opt(
-                     exclusive_minimum=0, description="init of a learnable readout-softmax scale for the node and "
-                     "CE losses (spec U9); null = none, as in §3")] = None,
-                 dtype: torch.dtype = torch.float32):
+    def __init__(
+        self,
+        *,
+        n: Annotated[int, Opt(minimum=2, description="nodes")],
+        p: Annotated[float, Opt(exclusive_minimum=0, maximum=1, description="edge probability")],
+        L: Annotated[int, Opt(minimum=1, description="cascade layers = hops (slots z_0..z_L)")],
+        d: Annotated[int, Opt(minimum=1, description="embedding width")] = 64,
+        embed: Literal["orthonormal_fixed", "random_gaussian_normalised"] = "orthonormal_fixed",
+        embed_seed: NonNegInt = 0,
+        set_semantics: Literal["cumulative", "exact"] = "cumulative",
+        min_final_reach: NonNegInt = 0,
+        loss: Loss = "sup",
+        supervised_slots: Literal["all", "intermediate"] = "all",
+        eval_size: PosInt = 1024,
+        eval_seed: NonNegInt = 10000,
+        diag_size: Annotated[int | None, Opt(minimum=1, description="instances per in-training evaluation")] = None,
+        node_logit_scale: Annotated[
+            float | None,
+            Opt(
+                exclusive_minimum=0,
+                description="init of a learnable readout-softmax scale for the node and "
+                "CE losses (spec U9); null = none, as in §3",
+            ),
+        ] = None,
+        dtype: torch.dtype = torch.float32,
+    ):
         if loss not in LOSSES:
             raise ValueError(f"unknown loss {loss!r}; known: {', '.join(LOSSES)}")
         self.n, self.p, self.L, self.d = n, p, L, d
@@ -145,8 +168,9 @@ class Reachability(Task):
         return GraphBatch(b.adj.to(self.dtype), b.root, b.V, b.lexmin)
 
     def loss(self, pred: dict, target: GraphBatch) -> torch.Tensor:
-        return supervision_loss(pred["z"], target, self.U.to(pred["z"].dtype), self.loss_mode, self.slots,
-                                pred.get("logit_scale"))
+        return supervision_loss(
+            pred["z"], target, self.U.to(pred["z"].dtype), self.loss_mode, self.slots, pred.get("logit_scale")
+        )
 
     def evaluate(self, model: torch.nn.Module) -> dict:
         return cascade_diagnostics(self, model, self.test_set())
@@ -155,7 +179,9 @@ class Reachability(Task):
         """In-training evaluation (the loop calls it every ``eval.every`` steps)."""
         b = self.test_set()
         if self.diag_size < len(b):
-            b = GraphBatch(b.adj[:self.diag_size], b.root[:self.diag_size], b.V[:self.diag_size], b.lexmin[:self.diag_size])
+            b = GraphBatch(
+                b.adj[: self.diag_size], b.root[: self.diag_size], b.V[: self.diag_size], b.lexmin[: self.diag_size]
+            )
         return cascade_diagnostics(self, model, b)
 
 
@@ -172,13 +198,20 @@ def set_size_table(n: int, p: float, L: int, samples: int, seed: int = 0) -> lis
     k = torch.cat(ks)  # (S, L+1)
     rows = []
     for c in range(L + 1):
-        row = {"c": c, "E_k": float(k[:, c].mean()), "sd_k": float(k[:, c].std()),
-               "E_inv_sqrt_k": float((1 / k[:, c].sqrt()).mean())}
+        row = {
+            "c": c,
+            "E_k": float(k[:, c].mean()),
+            "sd_k": float(k[:, c].std()),
+            "E_inv_sqrt_k": float((1 / k[:, c].sqrt()).mean()),
+        }
         if c < L:
             mf = k[:, c + 1] - k[:, c]
-            row.update(E_mf=float(mf.mean()), P_mf0=float((mf == 0).double().mean()),
-                       E_sqrt_k_ratio=float((k[:, c] / k[:, c + 1]).sqrt().mean()),
-                       E_sqrt_mf_ratio=float((mf / k[:, c + 1]).sqrt().mean()))
+            row.update(
+                E_mf=float(mf.mean()),
+                P_mf0=float((mf == 0).double().mean()),
+                E_sqrt_k_ratio=float((k[:, c] / k[:, c + 1]).sqrt().mean()),
+                E_sqrt_mf_ratio=float((mf / k[:, c + 1]).sqrt().mean()),
+            )
         rows.append(row)
     e = torch.cat(edges)
     rows.append({"c": "edges", "E_k": float(e.mean()), "sd_k": float(e.std())})
@@ -187,8 +220,21 @@ def set_size_table(n: int, p: float, L: int, samples: int, seed: int = 0) -> lis
 
 def expected_sizes(np_: float, L: int) -> list[float]:
     """The paper's tree-regime convention k_c = (np)^c (superposition spec §4)."""
-    return [np_ ** c for c in range(L + 1)]
+    return [np_**c for c in range(L + 1)]
 
 
-__all__ = ["GraphBatch", "Reachability", "sample_graphs", "reachable_sets", "fixed_embedding", "ideal_targets",
-           "cosine", "supervision_loss", "slot_losses", "set_size_table", "expected_sizes", "eval_set", "lexmin"]
+__all__ = [
+    "GraphBatch",
+    "Reachability",
+    "sample_graphs",
+    "reachable_sets",
+    "fixed_embedding",
+    "ideal_targets",
+    "cosine",
+    "supervision_loss",
+    "slot_losses",
+    "set_size_table",
+    "expected_sizes",
+    "eval_set",
+    "lexmin",
+]

@@ -4,6 +4,7 @@ The loss mode is a task setting: sup (per-slot cosine to IDEAL), node (set-level
 last slot), e2e_ce (CE to the lex-min node on the last slot), composite_sup / composite_node (lex-min CE on the
 last slot plus sup / node on the earlier slots). Slots z: (B, S, d); sets V: (B, S, n) bool; U: (d, n).
 """
+
 from __future__ import annotations
 
 import torch
@@ -41,8 +42,9 @@ def _readout(z: torch.Tensor, U: torch.Tensor, scale=None) -> torch.Tensor:
     return logits if scale is None else scale * logits
 
 
-def supervision_loss(z: torch.Tensor, batch: GraphBatch, U: torch.Tensor, mode: str, slots: str = "all",
-                     scale=None) -> torch.Tensor:
+def supervision_loss(
+    z: torch.Tensor, batch: GraphBatch, U: torch.Tensor, mode: str, slots: str = "all", scale=None
+) -> torch.Tensor:
     """The training loss. z: (B, L+1, d) slots z_0..z_L (z_0 = u_r is never supervised).
 
     ``slots``: all -> z_1..z_L supervised (default, spec U1); intermediate -> z_1..z_{L-1} (the literal §3 sum).
@@ -53,7 +55,7 @@ def supervision_loss(z: torch.Tensor, batch: GraphBatch, U: torch.Tensor, mode: 
     if mode in ("sup", "node"):
         return slot_losses(z[:, 1:last], batch.V[:, 1:last], U, mode, scale).sum(-1).mean()
     if mode == "e2e_cos":
-        return (1.0 - cosine(z[:, L], ideal_targets(batch.V[:, L:L + 1], U)[:, 0])).mean()
+        return (1.0 - cosine(z[:, L], ideal_targets(batch.V[:, L : L + 1], U)[:, 0])).mean()
     ce = torch.nn.functional.cross_entropy(_readout(z[:, L], U, scale), batch.lexmin)
     if mode == "e2e_ce":
         return ce

@@ -7,6 +7,7 @@ cos_theory, the Möbius A, B (regression of post-MLP on pre-MLP node amplitudes 
 alpha_c (traces of U^T W_QK U and U^T W_OV U over n), S_n-projection ratios of both matrices, per-layer
 gradient norms of the training loss. Final slot: three accuracies (spec U3).
 """
+
 from __future__ import annotations
 
 import math
@@ -22,7 +23,7 @@ from .reachability_losses import cosine, ideal_targets, supervision_loss
 def lemma18_cos(x: torch.Tensor, k: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
     """cos_c(x) = (sqrt k + x) / (sqrt K sqrt(1 + x^2 / m_f)), m_f = K - k > 0."""
     mf = K - k
-    return (k.sqrt() + x) / (K.sqrt() * torch.sqrt(1 + x ** 2 / mf))
+    return (k.sqrt() + x) / (K.sqrt() * torch.sqrt(1 + x**2 / mf))
 
 
 def sn_projection(M: torch.Tensor) -> dict:
@@ -34,12 +35,15 @@ def sn_projection(M: torch.Tensor) -> dict:
     mu = float(od.mean())
     gam = float(dg.mean()) - mu
     perp = M - gam * torch.eye(n, dtype=M.dtype) - mu * torch.ones_like(M)
-    return {"r_abs": float(dg.abs().mean() / od.abs().mean().clamp(min=1e-300)),
-            "r_signed": abs(float(dg.mean())) / max(abs(mu), 1e-300),
-            "r_frob": float(dg.norm() / od.norm().clamp(min=1e-300)),
-            "mu_over_gamma": mu / gam if gam != 0 else float("nan"),
-            "offmanifold": float(perp.norm() / M.norm().clamp(min=1e-300)),
-            "gamma": gam, "mu": mu}
+    return {
+        "r_abs": float(dg.abs().mean() / od.abs().mean().clamp(min=1e-300)),
+        "r_signed": abs(float(dg.mean())) / max(abs(mu), 1e-300),
+        "r_frob": float(dg.norm() / od.norm().clamp(min=1e-300)),
+        "mu_over_gamma": mu / gam if gam != 0 else float("nan"),
+        "offmanifold": float(perp.norm() / M.norm().clamp(min=1e-300)),
+        "gamma": gam,
+        "mu": mu,
+    }
 
 
 def _nanmedian(x: torch.Tensor) -> float:
@@ -54,8 +58,10 @@ def _nanmean(x: torch.Tensor) -> float:
 
 def _require_internals(model) -> None:
     if not isinstance(model, LayerwiseEdgeAttention):
-        raise TypeError(f"reachability metrics read per-layer attention internals; {type(model).__name__} does not "
-                        "implement seqmix.capabilities.LayerwiseEdgeAttention")
+        raise TypeError(
+            f"reachability metrics read per-layer attention internals; {type(model).__name__} does not "
+            "implement seqmix.capabilities.LayerwiseEdgeAttention"
+        )
 
 
 def cascade_diagnostics(task, model, b: GraphBatch, grad_norms: bool = True) -> dict:
@@ -74,8 +80,17 @@ def cascade_diagnostics(task, model, b: GraphBatch, grad_norms: bool = True) -> 
         _layer_maps(out, c, model, U, task.n, task.d)
     for c in range(L):
         out[f"gap_z{c + 1}"] = out[f"cos_theory_l{c}"] - out[f"cos_z{c + 1}"]
-    for key in ("qk_r_signed", "qk_r_abs", "qk_r_frob", "qk_mu_over_gamma", "qk_offmanifold", "ov_r_signed",
-                "ov_r_abs", "ov_r_frob", "ov_mu_over_gamma"):
+    for key in (
+        "qk_r_signed",
+        "qk_r_abs",
+        "qk_r_frob",
+        "qk_mu_over_gamma",
+        "qk_offmanifold",
+        "ov_r_signed",
+        "ov_r_abs",
+        "ov_r_frob",
+        "ov_mu_over_gamma",
+    ):
         out[f"{key}_mean"] = sum(out[f"{key}_l{c}"] for c in range(L)) / L
     out["absA_max"] = max(abs(out[f"A_l{c}"]) for c in range(L))
     out.update(_final_slot_accuracies(logits[:, L].double(), b, L, task.n))
@@ -84,21 +99,23 @@ def cascade_diagnostics(task, model, b: GraphBatch, grad_norms: bool = True) -> 
     return out
 
 
-def _slot_metrics(z: torch.Tensor, zstar: torch.Tensor, logits: torch.Tensor, V: torch.Tensor, k: torch.Tensor
-                  ) -> dict[str, float]:
+def _slot_metrics(
+    z: torch.Tensor, zstar: torch.Tensor, logits: torch.Tensor, V: torch.Tensor, k: torch.Tensor
+) -> dict[str, float]:
     """Per slot c: mean cos(z_c, z_c*) and the top-k_c recall of the readout logits."""
     cos = cosine(z, zstar).double()  # (B, L+1)
     out = {"cos_z0": float(cos[:, 0].mean())}  # z_0 = u_r: 1 by construction (Table 2's c = 0 column)
     for c in range(1, z.shape[1]):
         out[f"cos_z{c}"] = float(cos[:, c].mean())
         ranks = logits[:, c].argsort(-1, descending=True).argsort(-1)
-        top = ranks < k[:, c:c + 1]
+        top = ranks < k[:, c : c + 1]
         out[f"recall_z{c}"] = float(((top & V[:, c]).sum(-1) / k[:, c]).mean())
     return out
 
 
-def _layer_selectivity(out: dict, c: int, res: dict, b: GraphBatch, U: torch.Tensor, zstar: torch.Tensor,
-                       k: torch.Tensor) -> None:
+def _layer_selectivity(
+    out: dict, c: int, res: dict, b: GraphBatch, U: torch.Tensor, zstar: torch.Tensor, k: torch.Tensor
+) -> None:
     """Layer c (the step z_c -> z_{c+1}): attention selectivity, alpha_eff against Lemma 18, Möbius A and B."""
     z, V = res["z"], b.V
     Vc, Vn = V[:, c], V[:, c + 1]
@@ -156,8 +173,10 @@ def _final_slot_accuracies(zL: torch.Tensor, b: GraphBatch, L: int, n: int) -> d
     has_new = newL.any(-1)
     pick = zL.masked_fill(Vp, float("-inf")).argmax(-1)
     ok = newL[torch.arange(len(b)), pick]
-    out = {"acc_new_frontier": float(ok[has_new].double().mean()) if has_new.any() else float("nan"),
-           "acc_lexmin": float((zL.argmax(-1) == b.lexmin).double().mean())}
+    out = {
+        "acc_new_frontier": float(ok[has_new].double().mean()) if has_new.any() else float("nan"),
+        "acc_lexmin": float((zL.argmax(-1) == b.lexmin).double().mean()),
+    }
     g = counter_generator("superposition/two-candidate", len(b), n)
     others = VL.clone()
     others[torch.arange(len(b)), b.root] = False
@@ -184,7 +203,7 @@ def layer_grad_norms(task, model, b: GraphBatch) -> dict:
         grads = torch.autograd.grad(loss, flat, allow_unused=True)
     out, i = {}, 0
     for li, ps in enumerate(params):
-        sq = sum(float((g.double() ** 2).sum()) for g in grads[i:i + len(ps)] if g is not None)
+        sq = sum(float((g.double() ** 2).sum()) for g in grads[i : i + len(ps)] if g is not None)
         out[f"grad_norm_l{li}"] = math.sqrt(sq)
         i += len(ps)
     out["eval_loss"] = float(loss.detach())

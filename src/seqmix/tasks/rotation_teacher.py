@@ -5,6 +5,7 @@ interaction rank dim span{A^tau} is exactly k once n >= k. Targets y_i = sum_{j<
 computed from the materialised block-Toeplitz operator in float64 (FFT convolution in float32 would
 raise the H >= k error floor, heads spec §2.3.1).
 """
+
 from __future__ import annotations
 
 import math
@@ -12,9 +13,9 @@ from typing import Annotated
 
 import torch
 
-from ..options import NonNegInt, Opt, PosInt
 from ..capabilities import InteractionOperator, SoleMixer
 from ..lowrank import optimal_mse
+from ..options import NonNegInt, Opt, PosInt
 from ..registry import register_task
 from ..rng import counter_generator
 from .base import Task
@@ -29,7 +30,7 @@ def teacher_transition(k: int, rho: float = 1.0) -> torch.Tensor:
     A = torch.zeros(k, k, dtype=torch.float64)
     for m, th in enumerate(rotation_angles(k)):
         c, s = math.cos(th), math.sin(th)
-        A[2 * m:2 * m + 2, 2 * m:2 * m + 2] = rho * torch.tensor([[c, -s], [s, c]], dtype=torch.float64)
+        A[2 * m : 2 * m + 2, 2 * m : 2 * m + 2] = rho * torch.tensor([[c, -s], [s, c]], dtype=torch.float64)
     return A
 
 
@@ -55,10 +56,16 @@ def teacher_operator(k: int, n: int, rho: float = 1.0) -> torch.Tensor:
 
 @register_task("rotation_teacher")
 class RotationTeacher(Task):
-    def __init__(self, *, k: Annotated[int, Opt(minimum=2, multiple_of=2, description="interaction rank (even)")],
-                 n: Annotated[int, Opt(minimum=1, description="sequence length")],
-                 rho: Annotated[float, Opt(exclusive_minimum=0, maximum=1)] = 1.0, test_size: PosInt = 1024,
-                 test_seed: NonNegInt = 1234, dtype: torch.dtype = torch.float32):
+    def __init__(
+        self,
+        *,
+        k: Annotated[int, Opt(minimum=2, multiple_of=2, description="interaction rank (even)")],
+        n: Annotated[int, Opt(minimum=1, description="sequence length")],
+        rho: Annotated[float, Opt(exclusive_minimum=0, maximum=1)] = 1.0,
+        test_size: PosInt = 1024,
+        test_seed: NonNegInt = 1234,
+        dtype: torch.dtype = torch.float32,
+    ):
         if k < 2 or k % 2:
             raise ValueError(f"k must be an even integer >= 2, got {k}")
         if n < 1:
@@ -104,9 +111,11 @@ def student_mixer(model: torch.nn.Module) -> InteractionOperator:
     """The mixer a student model consists of, which must expose its interaction operator (Def. 4.1)."""
     mixer = model.sole_mixer() if isinstance(model, SoleMixer) else None
     if not isinstance(mixer, InteractionOperator):
-        raise TypeError(f"rotation_teacher metrics compare interaction operators: the model must be a single mixer "
-                        f"(capabilities.SoleMixer) implementing capabilities.InteractionOperator; got "
-                        f"{type(model).__name__} of {type(mixer).__name__}")
+        raise TypeError(
+            f"rotation_teacher metrics compare interaction operators: the model must be a single mixer "
+            f"(capabilities.SoleMixer) implementing capabilities.InteractionOperator; got "
+            f"{type(model).__name__} of {type(mixer).__name__}"
+        )
     return mixer
 
 
@@ -124,5 +133,11 @@ def evaluate(task: RotationTeacher, model: torch.nn.Module, heads: int) -> dict:
         diff = (K_student - task.K).permute(0, 2, 1, 3).reshape(n * k, n * k)
         sup_err = float(torch.linalg.matrix_norm(diff, ord=2))
         probe = probe_error(model, n, k)
-    return {"test_mse": mse, "norm_mse": norm_mse, "mse_opt": opt,
-            "mse_ratio": (mse / opt) if opt > 0 else float("nan"), "sup_err": sup_err, "probe_err": probe}
+    return {
+        "test_mse": mse,
+        "norm_mse": norm_mse,
+        "mse_opt": opt,
+        "mse_ratio": (mse / opt) if opt > 0 else float("nan"),
+        "sup_err": sup_err,
+        "probe_err": probe,
+    }

@@ -12,6 +12,7 @@
 T4 (Thm 5.1 (1), the linear SSM Jacobian C A^tau B and its bound) lives with the model,
 ``seqmix.mixers.lti_ssm.LinearSSM.lag_operator`` / ``jacobian_bound``.
 """
+
 from __future__ import annotations
 
 import math
@@ -33,6 +34,7 @@ def singular_values(W: torch.Tensor) -> list[float]:
 
 # ----------------------------------------------------------------------------- T1: Thm 4.2 (rank gap)
 
+
 def probe_targets(W: torch.Tensor) -> torch.Tensor:
     """Thm 4.2's probe X = [e_1, 0, ..., 0]: the teacher's first two outputs W(0) e_1, W(1) e_1, as the
     columns of a (p, 2) float64 matrix (for the rotation teacher: e_1 and A e_1, orthonormal)."""
@@ -44,7 +46,7 @@ def single_head_probe_min(W: torch.Tensor) -> float:
     probe with multiples of one vector v = V e_1 only. Closed form: ||Y||_F^2 - lambda_max(Y Y^T) (Eckart-Young
     for a rank-1 fit of Y = [y_1 y_2]); 2 - 1 = 1 for the rotation teacher, whatever n and d (Remark 4.3)."""
     Y = probe_targets(W)
-    return float((Y ** 2).sum() - torch.linalg.eigvalsh(Y @ Y.T).max())
+    return float((Y**2).sum() - torch.linalg.eigvalsh(Y @ Y.T).max())
 
 
 def single_head_probe_search(W: torch.Tensor, restarts: int = 8, seed: int = 0) -> list[float]:
@@ -57,8 +59,9 @@ def single_head_probe_search(W: torch.Tensor, restarts: int = 8, seed: int = 0) 
         a = (torch.randn(1, generator=g, dtype=torch.float64) * 2).requires_grad_()
         b = (torch.randn(1, generator=g, dtype=torch.float64) * 2).requires_grad_()
         v = (torch.randn(Y.shape[0], generator=g, dtype=torch.float64) * 2).requires_grad_()
-        opt = torch.optim.LBFGS([a, b, v], lr=1, max_iter=100, tolerance_grad=1e-12, tolerance_change=1e-14,
-                                line_search_fn="strong_wolfe")
+        opt = torch.optim.LBFGS(
+            [a, b, v], lr=1, max_iter=100, tolerance_grad=1e-12, tolerance_change=1e-14, line_search_fn="strong_wolfe"
+        )
 
         def f():
             return ((y1 - a * v) ** 2).sum() + ((y2 - b * v) ** 2).sum()
@@ -77,6 +80,7 @@ def single_head_probe_search(W: torch.Tensor, restarts: int = 8, seed: int = 0) 
 
 
 # ----------------------------------------------------------------------------- T2: Thm 4.4 (sufficiency)
+
 
 def subspace_basis(W: torch.Tensor, heads: int) -> torch.Tensor:
     """The top-``heads`` right singular vectors of the weighted lag unfolding, as (heads, p, d) matrices
@@ -134,8 +138,10 @@ def rank_refined_features(alpha: torch.Tensor, tol: float = 1e-10) -> tuple[torc
 
 # ----------------------------------------------------------------------------- T3: Appendix A
 
-def lag_only_features(A: torch.Tensor, W: torch.Tensor, basis: torch.Tensor
-                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+
+def lag_only_features(
+    A: torch.Tensor, W: torch.Tensor, basis: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Appendix A (diagonalisable A, J = 1): translation-invariant complex features of dimension r = the
     number of distinct eigenvalues lambda_l of A. The coefficients c_{tau,h} = <vec W(tau), vec M_h> are fitted
     as sum_l b_{h,l} lambda_l^tau by least squares on the Vandermonde system tau = 0..n-1, then
@@ -168,8 +174,7 @@ def lag_only_coefficients(phi: torch.Tensor, psi: torch.Tensor) -> torch.Tensor:
     return g * torch.tril(torch.ones(n, n, dtype=torch.float64))
 
 
-def realify_features(phi: torch.Tensor, psi: torch.Tensor, lam: torch.Tensor
-                     ) -> tuple[torch.Tensor, torch.Tensor]:
+def realify_features(phi: torch.Tensor, psi: torch.Tensor, lam: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The equivalent real construction via conjugate pairs. For a real A the eigenvalues come in pairs
     (lambda, conj lambda) with conjugate coefficients, whose two complex features sum to 2 Re(b lambda^(i-j));
     with Re(z w) = Re z Re w - Im z Im w that is two real features per pair ([Re, Im] of lambda^i and
@@ -178,15 +183,16 @@ def realify_features(phi: torch.Tensor, psi: torch.Tensor, lam: torch.Tensor
     ph, ps = [], []
     for l, z in enumerate(lam.tolist()):
         if abs(z.imag) <= 1e-12:  # a real eigenvalue: one real feature
-            ph.append(phi[:, l:l + 1].real)
-            ps.append(psi[..., l:l + 1].real)
+            ph.append(phi[:, l : l + 1].real)
+            ps.append(psi[..., l : l + 1].real)
         elif z.imag > 0:  # one member of each conjugate pair stands for both
-            ph += [phi[:, l:l + 1].real, phi[:, l:l + 1].imag]
-            ps += [2 * psi[..., l:l + 1].real, -2 * psi[..., l:l + 1].imag]
+            ph += [phi[:, l : l + 1].real, phi[:, l : l + 1].imag]
+            ps += [2 * psi[..., l : l + 1].real, -2 * psi[..., l : l + 1].imag]
     return torch.cat(ph, dim=-1), torch.cat(ps, dim=-1)
 
 
 # ----------------------------------------------------------------------------- T5: Thm 5.1 (2), attention
+
 
 def highway_alpha_corrected(gamma: float, i: int, a_dot_u: float) -> float:
     """The attention weight alpha_ij of Thm 5.1's construction (1-indexed, j < i), corrected for the query's
@@ -212,9 +218,13 @@ def highway_input(W_Q: torch.Tensor, W_K: torch.Tensor, u: torch.Tensor, gamma: 
 def highway_gamma(norm_v: float, eps: float, i: int, a_dot_u: float, hi: float = 1.0) -> float:
     """The smallest gamma (to 1e-6, by doubling then bisection) with both conditions of the proof:
     1 - alpha_ij <= eps / (2 ||V||_2) (with the corrected alpha) and ||V||_2 gamma (i - 1) e^(-gamma) <= eps / 2."""
+
     def ok(g: float) -> bool:
-        return (1 - highway_alpha_corrected(g, i, a_dot_u) <= eps / (2 * norm_v)
-                and norm_v * g * (i - 1) * math.exp(-g) <= eps / 2 and g >= 1)
+        return (
+            1 - highway_alpha_corrected(g, i, a_dot_u) <= eps / (2 * norm_v)
+            and norm_v * g * (i - 1) * math.exp(-g) <= eps / 2
+            and g >= 1
+        )
 
     while not ok(hi):
         hi *= 2
@@ -229,19 +239,22 @@ def highway_gamma(norm_v: float, eps: float, i: int, a_dot_u: float, hi: float =
 
 # ----------------------------------------------------------------------------- T6: Eckart-Young
 
+
 def projection_mse(W: torch.Tensor, basis: torch.Tensor) -> float:
     """Expected MSE of the best student with value subspace span(basis) (any (m, p, d) matrices), under
-    i.i.d. N(0, I) inputs: sum_{i >= j} ||W(i-j) - P W(i-j)||_F^2 / (n p) = sum_tau (n - tau) ||(I - P) W(tau)||^2 / (n p)."""
+    i.i.d. N(0, I) inputs: sum_{i >= j} ||W(i-j) - P W(i-j)||_F^2 / (n p) = sum_tau (n - tau) ||(I - P)
+    W(tau)||^2 / (n p)."""
     n, p, _ = W.shape
     Wf = W.reshape(n, -1).double()
     if basis.numel():
         Q, _ = torch.linalg.qr(basis.reshape(basis.shape[0], -1).double().T)
         Wf = Wf - (Wf @ Q) @ Q.T
     weights = torch.arange(n, 0, -1, dtype=torch.float64)
-    return float((weights * (Wf ** 2).sum(dim=1)).sum() / (n * p))
+    return float((weights * (Wf**2).sum(dim=1)).sum() / (n * p))
 
 
 # ----------------------------------------------------------------------------- Figure 3 right
+
 
 def pair_unfolding(K: torch.Tensor) -> torch.Tensor:
     """The learned interaction operator's pair unfolding (heads spec U-I-10): rows vec K_ij for every causal pair

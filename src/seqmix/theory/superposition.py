@@ -4,6 +4,7 @@ The closed forms (k_c = (np)^c, m_f^(c) = k_{c+1} - k_c, tree regime) live in ``
 are re-exported here. Every function is plain torch / math; the reduced experiments (E3 Möbius, E6 gradient
 law, E7 Conjecture D, App. H.1 diagonal advantage) run in float64.
 """
+
 from __future__ import annotations
 
 import math
@@ -12,20 +13,33 @@ import torch
 
 from ..graphs import sample_graphs, source_softmax
 from ..rng import counter_generator
+
 # the closed forms are part of this module's API (callers use superposition.cos_step etc.)
-from .superposition_closed_forms import (alpha_star, cos_step, cos_step_d1, curvature_corrected,  # noqa: F401
-                                         curvature_numeric, curvature_paper, e2e_attenuation, gamma_sat,
-                                         hessian_gap_bound, ladder_gamma, phase_betas, prop1_ceiling)
+from .superposition_closed_forms import (  # noqa: F401
+    alpha_star,
+    cos_step,
+    cos_step_d1,
+    curvature_corrected,
+    curvature_numeric,
+    curvature_paper,
+    e2e_attenuation,
+    gamma_sat,
+    hessian_gap_bound,
+    ladder_gamma,
+    phase_betas,
+    prop1_ceiling,
+)
 
 F64 = torch.float64
 
 
 # ----------------------------------------------------------------------------- Möbius reduction (Prop. 2-3, App. F/G)
 
+
 def mobius_alpha_eff(theta: torch.Tensor, k: torch.Tensor, K: torch.Tensor, relu: bool = True) -> torch.Tensor:
     """alpha_eff,c of the two-channel reduced MLP; theta (..., 4) = (alpha, a, b1', eta); k, K (C,).
     Returns (..., C). Without ``relu`` both channels are linear (the Möbius form (αA + m_f B)/(A + sqrt k B))."""
-    alpha, a, b, eta = (theta[..., i:i + 1] for i in range(4))
+    alpha, a, b, eta = (theta[..., i : i + 1] for i in range(4))
     mf = K - k
     act = torch.relu if relu else (lambda t: t)
     h_old = eta * act(a / k.sqrt() + b)
@@ -37,7 +51,7 @@ def mobius_loss(theta: torch.Tensor, k: torch.Tensor, K: torch.Tensor, relu: boo
     """L~(theta) = sum_c (1 - cos_c(alpha_eff,c)), (...,)."""
     x = mobius_alpha_eff(theta, k, K, relu)
     mf = K - k
-    cos = (k.sqrt() + x) / (K.sqrt() * torch.sqrt(1 + x ** 2 / mf))
+    cos = (k.sqrt() + x) / (K.sqrt() * torch.sqrt(1 + x**2 / mf))
     return (1 - cos).sum(-1)
 
 
@@ -51,7 +65,7 @@ def lemma29_dL_dt(alpha: float, t: float, k: torch.Tensor, K: torch.Tensor) -> f
     mf = K - k
     ast = mf / k.sqrt()
     ae = (alpha * t + mf) / (t + k.sqrt())
-    terms = k * (alpha - ast) * (ae - ast) / (mf * K.sqrt() * (1 + ae ** 2 / mf) ** 1.5 * (t + k.sqrt()) ** 2)
+    terms = k * (alpha - ast) * (ae - ast) / (mf * K.sqrt() * (1 + ae**2 / mf) ** 1.5 * (t + k.sqrt()) ** 2)
     return float(terms.sum())
 
 
@@ -59,7 +73,7 @@ def lemma29_autograd(alpha: float, t: float, k: torch.Tensor, K: torch.Tensor) -
     tt = torch.tensor(t, dtype=F64, requires_grad=True)
     mf = K - k
     ae = (alpha * tt + mf) / (tt + k.sqrt())
-    L = (1 - (k.sqrt() + ae) / (K.sqrt() * torch.sqrt(1 + ae ** 2 / mf))).sum()
+    L = (1 - (k.sqrt() + ae) / (K.sqrt() * torch.sqrt(1 + ae**2 / mf))).sum()
     (g,) = torch.autograd.grad(L, tt)
     return float(g)
 
@@ -68,18 +82,26 @@ def mobius_inits(count: int, seed: int = 0) -> torch.Tensor:
     """Generic inits (alpha, a, b1', eta): alpha = 1, a ~ U(0.3, 1.2), b1' ~ U(-0.4, -0.05), eta ~ U(-1.5, -0.3)."""
     g = counter_generator("superposition/mobius-init", seed)
     u = torch.rand(count, 3, generator=g, dtype=F64)
-    return torch.stack([torch.ones(count, dtype=F64), 0.3 + 0.9 * u[:, 0], -0.4 + 0.35 * u[:, 1],
-                        -1.5 + 1.2 * u[:, 2]], -1)
+    return torch.stack(
+        [torch.ones(count, dtype=F64), 0.3 + 0.9 * u[:, 0], -0.4 + 0.35 * u[:, 1], -1.5 + 1.2 * u[:, 2]], -1
+    )
 
 
 SPEC_INIT = (1.0, 0.82, -0.25, -1.32)  # the spec author's init (U15), reported separately and labelled
 
 
-def train_mobius(theta0: torch.Tensor, np_: float = 2.0, D: int = 3, steps: int = 10_000, lr: float = 1e-3,
-                 relu: bool = True, log_every: int = 100) -> dict:
+def train_mobius(
+    theta0: torch.Tensor,
+    np_: float = 2.0,
+    D: int = 3,
+    steps: int = 10_000,
+    lr: float = 1e-3,
+    relu: bool = True,
+    log_every: int = 100,
+) -> dict:
     """Adam on L~ over a batch of inits (R, 4), float64, k_c = (np)^c for c = 0..D-1, steps c = 0..D-1.
     Returns {"theta": (R, 4) final, "trace": [{"step", "run", "A", "B", "loss"}...]}."""
-    k = torch.tensor([np_ ** c for c in range(D)], dtype=F64)
+    k = torch.tensor([np_**c for c in range(D)], dtype=F64)
     K = k * np_
     theta = theta0.clone().to(F64).requires_grad_(True)
     opt = torch.optim.Adam([theta], lr=lr)
@@ -89,7 +111,9 @@ def train_mobius(theta0: torch.Tensor, np_: float = 2.0, D: int = 3, steps: int 
         if step % log_every == 0 or step == steps:
             A, B = mobius_AB(theta.detach())
             for r in range(theta.shape[0]):
-                trace.append({"step": step, "run": r, "A": float(A[r]), "B": float(B[r]), "loss": float(loss[r].detach())})
+                trace.append(
+                    {"step": step, "run": r, "A": float(A[r]), "B": float(B[r]), "loss": float(loss[r].detach())}
+                )
         if step == steps:
             break
         opt.zero_grad()
@@ -99,6 +123,7 @@ def train_mobius(theta0: torch.Tensor, np_: float = 2.0, D: int = 3, steps: int 
 
 
 # ----------------------------------------------------------------------------- reduced order-parameter model (E6)
+
 
 def sparse_er(g: torch.Generator, B: int, n: int, p: float):
     """B directed G(n, p) graphs as edge lists over global node ids b*n + v (edge count ~ Poisson(n(n-1)p),
@@ -112,8 +137,9 @@ def sparse_er(g: torch.Generator, B: int, n: int, p: float):
     return key // n, (key // (n * n)) * n + key % n
 
 
-def reduced_forward(z0: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, betas, alphas, B: int, n: int,
-                    attention: list | None = None):
+def reduced_forward(
+    z0: torch.Tensor, src: torch.Tensor, tgt: torch.Tensor, betas, alphas, B: int, n: int, attention: list | None = None
+):
     """U = I_n, one scalar selectivity beta_c and one OV scale alpha_c per layer, residual + L2 norm, no MLP.
     z0 (B, n); returns the slots [z_0, ..., z_L], each (B, n). ``attention``, when given, receives each
     layer's source-attention mass P (B, n)."""
@@ -171,9 +197,22 @@ def gradient_law(n: int, np_: float, L: int, batch: int, seed: int = 0, point: s
     for c in range(L):
         (loc,) = torch.autograd.grad(cosloss(c + 1), [betas[c]], retain_graph=True)
         R = abs(float(e2e[c])) / max(abs(float(loc)), 1e-300)
-        rows.append({"n": n, "np": np_, "L": L, "c": c, "point": point, "depth_after": L - 1 - c,
-                     "x": (L - 1 - c) * math.log10(np_), "R": R, "log10_R": math.log10(max(R, 1e-300)),
-                     "predicted": np_ ** (-(L - 1 - c) / 2), "grad_e2e": float(e2e[c]), "grad_local": float(loc)})
+        rows.append(
+            {
+                "n": n,
+                "np": np_,
+                "L": L,
+                "c": c,
+                "point": point,
+                "depth_after": L - 1 - c,
+                "x": (L - 1 - c) * math.log10(np_),
+                "R": R,
+                "log10_R": math.log10(max(R, 1e-300)),
+                "predicted": np_ ** (-(L - 1 - c) / 2),
+                "grad_e2e": float(e2e[c]),
+                "grad_local": float(loc),
+            }
+        )
     return rows
 
 
@@ -213,6 +252,7 @@ def ladder_thresholds(rows: list[dict], delta: float = 0.1) -> dict[int, float]:
 
 
 # ----------------------------------------------------------------------------- W^emb gradients (E7, App. H.1)
+
 
 def wemb_forward(W: torch.Tensor, adj: torch.Tensor, root: torch.Tensor, alphas, d: int) -> list[torch.Tensor]:
     """Reduced model with a full logit matrix per layer: logit_s = z^T W_c e_s / sqrt(d) (U = I_n), OV = α_c I,
@@ -255,11 +295,19 @@ def diag_off_split(G: torch.Tensor, basis: str = "I") -> tuple[float, float]:
     return float((G - proj).norm()), float(proj.norm())
 
 
-def conjecture_d(points: int, n: int = 50, np_: float = 2.0, L: int = 3, d: int = 64, batch: int = 64,
-                 perturb: float = 0.01, seed: int = 0) -> list[dict]:
+def conjecture_d(
+    points: int,
+    n: int = 50,
+    np_: float = 2.0,
+    L: int = 3,
+    d: int = 64,
+    batch: int = 64,
+    perturb: float = 0.01,
+    seed: int = 0,
+) -> list[dict]:
     """App. H.5: R(γ) = ||(∇L)_off||_F / ||(∇L)_diag||_F at W^emb = γ(I - J/n) (+ a small relative perturbation),
     γ log-uniform in [1e-2, γ_sat]; one fresh batch of graphs per point; per layer and all layers together."""
-    k = [sum(np_ ** j for j in range(c + 1)) for c in range(L + 1)]
+    k = [sum(np_**j for j in range(c + 1)) for c in range(L + 1)]
     alphas = [(k[c + 1] - k[c]) / math.sqrt(k[c]) for c in range(L)]
     gsat = gamma_sat(d, np_ ** (L - 1), n)
     g = counter_generator("superposition/conjD", n, np_, L, seed)
@@ -267,7 +315,9 @@ def conjecture_d(points: int, n: int = 50, np_: float = 2.0, L: int = 3, d: int 
     J = torch.ones(n, n, dtype=F64)
     rows = []
     for i in range(points):
-        gam = math.exp(math.log(1e-2) + (math.log(gsat) - math.log(1e-2)) * float(torch.rand(1, generator=g, dtype=F64)))
+        gam = math.exp(
+            math.log(1e-2) + (math.log(gsat) - math.log(1e-2)) * float(torch.rand(1, generator=g, dtype=F64))
+        )
         W = gam * (eye - J / n).expand(L, n, n).clone()
         W = W + perturb * gam * torch.randn(L, n, n, generator=g, dtype=F64) / math.sqrt(n)
         b = sample_graphs(g, batch, n, np_ / n, L)
@@ -275,16 +325,25 @@ def conjecture_d(points: int, n: int = 50, np_: float = 2.0, L: int = 3, d: int 
         for c in range(L):
             off, dg = diag_off_split(G[c], "I")
             off2, dg2 = diag_off_split(G[c], "IJ")
-            rows.append({"point": i, "gamma": gam, "layer": c, "R": off / max(dg, 1e-300),
-                         "R_IJ": off2 / max(dg2, 1e-300), "grad_norm": float(G[c].norm())})
+            rows.append(
+                {
+                    "point": i,
+                    "gamma": gam,
+                    "layer": c,
+                    "R": off / max(dg, 1e-300),
+                    "R_IJ": off2 / max(dg2, 1e-300),
+                    "grad_norm": float(G[c].norm()),
+                }
+            )
     return rows
 
 
-def diagonal_advantage(n: int = 50, np_: float = 2.0, L: int = 3, d: int = 64, batches: int = 20, batch: int = 256,
-                       seed: int = 0) -> dict:
+def diagonal_advantage(
+    n: int = 50, np_: float = 2.0, L: int = 3, d: int = 64, batches: int = 20, batch: int = 256, seed: int = 0
+) -> dict:
     """App. H.1: Monte-Carlo population gradient of L_sup w.r.t. W^emb at W = 0 (all layers), summed over
     layers; signed ratio |mean diag| / |mean off-diag|, entrywise |.| ratio, and the I / J coefficients."""
-    k = [sum(np_ ** j for j in range(c + 1)) for c in range(L + 1)]
+    k = [sum(np_**j for j in range(c + 1)) for c in range(L + 1)]
     alphas = [(k[c + 1] - k[c]) / math.sqrt(k[c]) for c in range(L)]
     g = counter_generator("superposition/diag-adv", n, np_, L, seed)
     G = torch.zeros(L, n, n, dtype=F64)
@@ -295,5 +354,10 @@ def diagonal_advantage(n: int = 50, np_: float = 2.0, L: int = 3, d: int = 64, b
     off = ~torch.eye(n, dtype=torch.bool)
     md, mo = float(torch.diagonal(Gs).mean()), float(Gs[off].mean())
     row_sum = float(Gs.sum(-1).abs().max() / Gs.abs().max())
-    return {"signed_ratio": abs(md) / abs(mo), "abs_ratio": float(torch.diagonal(Gs).abs().mean() / Gs[off].abs().mean()),
-            "I_coef": md - mo, "J_coef": mo, "row_sum_rel": row_sum}
+    return {
+        "signed_ratio": abs(md) / abs(mo),
+        "abs_ratio": float(torch.diagonal(Gs).abs().mean() / Gs[off].abs().mean()),
+        "I_coef": md - mo,
+        "J_coef": mo,
+        "row_sum_rel": row_sum,
+    }

@@ -14,6 +14,7 @@ config/papers/superposition.yaml say what the paper states and the verdict says 
 
 All float64.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -25,8 +26,8 @@ from ..graphs import reachable_sets, sample_graphs
 from ..rng import counter_generator
 from .superposition import F64, mobius_AB, mobius_loss, wemb_forward
 
-
 # ----------------------------------------------------------------------------- Lemma 12
+
 
 def saturation_instance(a: torch.Tensor, S: torch.Tensor) -> dict:
     """Lemma 12 quantities for logits a (K,) and a boolean set mask S (K,): the gap Δ, the three left-hand
@@ -36,12 +37,18 @@ def saturation_instance(a: torch.Tensor, S: torch.Tensor) -> dict:
     K, m = a.numel(), int(S.sum())
     gap = float(a[S].min() - a[~S].max())
     J = torch.diag(s) - torch.outer(s, s)
-    return {"K": K, "S": m, "gap": gap,
-            "mass_out": float(s[~S].sum()), "mass_bound": (K - m) * math.exp(-gap) / m,
-            "cross": float((s[S][:, None] * s[~S][None, :]).max()), "cross_bound": math.exp(-gap) / m ** 2,
-            "restricted_norm": float(torch.linalg.matrix_norm(J[:, ~S], ord=2)),
-            # ||diag(σ_R)|| + ||σ|| ||σ_R|| <= 2 Σ_R σ, so part 3's O(e^-Δ) has the explicit constant 2(K-|S|)/|S|
-            "restricted_bound": 2 * (K - m) * math.exp(-gap) / m}
+    return {
+        "K": K,
+        "S": m,
+        "gap": gap,
+        "mass_out": float(s[~S].sum()),
+        "mass_bound": (K - m) * math.exp(-gap) / m,
+        "cross": float((s[S][:, None] * s[~S][None, :]).max()),
+        "cross_bound": math.exp(-gap) / m**2,
+        "restricted_norm": float(torch.linalg.matrix_norm(J[:, ~S], ord=2)),
+        # ||diag(σ_R)|| + ||σ|| ||σ_R|| <= 2 Σ_R σ, so part 3's O(e^-Δ) has the explicit constant 2(K-|S|)/|S|
+        "restricted_bound": 2 * (K - m) * math.exp(-gap) / m,
+    }
 
 
 def adversarial_saturation(m: int, gap: float = 6.0, K: int = 20) -> tuple[torch.Tensor, torch.Tensor]:
@@ -79,12 +86,18 @@ def softmax_saturation(samples: int, seed: int = 0) -> dict:
     for m in range(2, 9):
         r = saturation_instance(*adversarial_saturation(m))
         adv[m] = r["cross"] / r["cross_bound"]
-    return {"random_mass_ratio": worst["mass"], "random_cross_ratio": worst["cross"],
-            "random_restricted_ratio": worst["restricted"], "adversarial_cross_ratio": max(adv.values()),
-            "adversarial_cross_ratio_by_S": adv, "samples": samples}
+    return {
+        "random_mass_ratio": worst["mass"],
+        "random_cross_ratio": worst["cross"],
+        "random_restricted_ratio": worst["restricted"],
+        "adversarial_cross_ratio": max(adv.values()),
+        "adversarial_cross_ratio_by_S": adv,
+        "samples": samples,
+    }
 
 
 # ----------------------------------------------------------------------------- Lemma 11
+
 
 def frontier_tail(n: int, p: float, L: int, samples: int, ts=(0.25, 0.5, 0.75, 0.9), seed: int = 0) -> list[dict]:
     """Monte Carlo of the frontier sizes k_c = |nodes first reached at hop c| (the Galton-Watson generation
@@ -102,18 +115,31 @@ def frontier_tail(n: int, p: float, L: int, samples: int, ts=(0.25, 0.5, 0.75, 0
         for t in ts:
             emp = float(((k[:, c] - mean).abs() > t * mean).to(F64).mean())
             bound = 2 * math.exp(-t * t * mean / 3)
-            rows.append({"c": c, "t": t, "np_c": mean, "E_k": float(k[:, c].mean()), "gw_mean": (n * p - p) ** c,
-                         "empirical_tail": emp, "bound": bound, "informative": bound < 1, "holds": emp <= bound})
+            rows.append(
+                {
+                    "c": c,
+                    "t": t,
+                    "np_c": mean,
+                    "E_k": float(k[:, c].mean()),
+                    "gw_mean": (n * p - p) ** c,
+                    "empirical_tail": emp,
+                    "bound": bound,
+                    "informative": bound < 1,
+                    "holds": emp <= bound,
+                }
+            )
     return rows
 
 
 # ----------------------------------------------------------------------------- Prop. 3(i)
 
+
 def one_minus_cos_step(x, k, K):
     """1 - cos_c(x) of Lemma 18 without cancellation: the numerator K(1 + x²/m_f) - (sqrt k + x)² is exactly
-    (m_f - sqrt k x)²/m_f, so 1 - cos = (m_f - sqrt k x)² / (m_f D), D = s (s + sqrt k + x), s = sqrt K sqrt(1 + x²/m_f)."""
+    (m_f - sqrt k x)²/m_f, so 1 - cos = (m_f - sqrt k x)² / (m_f D), D = s (s + sqrt k + x), s = sqrt K
+    sqrt(1 + x²/m_f)."""
     mf = K - k
-    s = math.sqrt(K) * torch.sqrt(1 + x ** 2 / mf)
+    s = math.sqrt(K) * torch.sqrt(1 + x**2 / mf)
     return (mf - math.sqrt(k) * x) ** 2 / (mf * s * (s + math.sqrt(k) + x))
 
 
@@ -125,9 +151,12 @@ def prop3_expansion(alpha: float, k: float, K: float, tau: float = 1e-6) -> dict
     ast = mf / math.sqrt(k)
     t = torch.tensor(tau, dtype=F64)
     ae = (alpha * t + mf) / (t + math.sqrt(k))
-    numeric = float(one_minus_cos_step(ae, k, K) / t ** 2)
-    return {"numeric": numeric, "paper": (alpha - ast) ** 2 / (2 * mf * K * k),
-            "corrected": (alpha - ast) ** 2 * k / (2 * mf * K ** 2)}
+    numeric = float(one_minus_cos_step(ae, k, K) / t**2)
+    return {
+        "numeric": numeric,
+        "paper": (alpha - ast) ** 2 / (2 * mf * K * k),
+        "corrected": (alpha - ast) ** 2 * k / (2 * mf * K**2),
+    }
 
 
 def prop3_floor(samples: int, np_: float = 2.0, D: int = 3, seed: int = 0) -> dict:
@@ -136,7 +165,7 @@ def prop3_floor(samples: int, np_: float = 2.0, D: int = 3, seed: int = 0) -> di
     η in [-2, 0.5]) with |B| <= ||θ|| (the proof's assumption). Returns the fraction where it held and the
     smallest L~ / floor."""
     g = counter_generator("superposition/prop3-floor", seed)
-    k = torch.tensor([np_ ** c for c in range(D)], dtype=F64)
+    k = torch.tensor([np_**c for c in range(D)], dtype=F64)
     K = k * np_
     lo = torch.tensor([1.0, 0.1, -0.5, -2.0], dtype=F64)
     hi = torch.tensor([10.0, 1.5, -0.01, 0.5], dtype=F64)
@@ -146,19 +175,24 @@ def prop3_floor(samples: int, np_: float = 2.0, D: int = 3, seed: int = 0) -> di
     theta, A = theta[keep], A[keep]
     loss = mobius_loss(theta, k, K, relu=False)
     mf_dm2 = np_ ** (D - 2) * (np_ - 1)
-    floor = A ** 2 / (4 * mf_dm2 * np_ ** (D - 1)) * (1 - 1 / np_)
+    floor = A**2 / (4 * mf_dm2 * np_ ** (D - 1)) * (1 - 1 / np_)
     ratio = loss / floor
-    return {"samples": int(keep.sum()), "frac_holds": float((ratio >= 1).to(F64).mean()),
-            "min_ratio": float(ratio.min()), "median_ratio": float(ratio.median())}
+    return {
+        "samples": int(keep.sum()),
+        "frac_holds": float((ratio >= 1).to(F64).mean()),
+        "min_ratio": float(ratio.min()),
+        "median_ratio": float(ratio.median()),
+    }
 
 
 # ----------------------------------------------------------------------------- Lemma 30 / 31
+
 
 def lemma31_kappa(alpha: float, k: torch.Tensor, K: torch.Tensor) -> float:
     """κ(α) = Σ_c (α - α*_c)² / (sqrt k_c m_f sqrt k_{c+1} (1 + α*_c²/m_f)^{3/2})."""
     mf = K - k
     ast = mf / k.sqrt()
-    return float(((alpha - ast) ** 2 / (k.sqrt() * mf * K.sqrt() * (1 + ast ** 2 / mf) ** 1.5)).sum())
+    return float(((alpha - ast) ** 2 / (k.sqrt() * mf * K.sqrt() * (1 + ast**2 / mf) ** 1.5)).sum())
 
 
 def lemma31_kappa_numeric(alpha: float, k: torch.Tensor, K: torch.Tensor, t: float = 1e-6) -> float:
@@ -166,19 +200,20 @@ def lemma31_kappa_numeric(alpha: float, k: torch.Tensor, K: torch.Tensor, t: flo
     tt = torch.tensor(t, dtype=F64, requires_grad=True)
     mf = K - k
     ae = (alpha * tt + mf) / (tt + k.sqrt())
-    loss = (1 - (k.sqrt() + ae) / (K.sqrt() * torch.sqrt(1 + ae ** 2 / mf))).sum()
+    loss = (1 - (k.sqrt() + ae) / (K.sqrt() * torch.sqrt(1 + ae**2 / mf))).sum()
     (gt,) = torch.autograd.grad(loss, tt)
     return float(gt) / t
 
 
-def mobius_gradient_flow(theta0: torch.Tensor, np_: float = 2.0, D: int = 3, lr: float = 1e-2,
-                         steps: int = 20000, log_every: int = 200) -> dict:
+def mobius_gradient_flow(
+    theta0: torch.Tensor, np_: float = 2.0, D: int = 3, lr: float = 1e-2, steps: int = 20000, log_every: int = 200
+) -> dict:
     """Plain gradient descent (a discretised gradient flow, flow time τ = lr * step) on the linear Möbius
     loss from inits (R, 4). Per run: whether b1' stayed negative (Lemma 30), whether E = b1'² + t² never
     increased (beyond 1e-12 relative), the fitted decay rate of |t| over the last half of the trace and
     ν = κ(α_∞) / (2 M_∞²) with M_∞ = max |b1'| along the run. Lemma 30's premise is b1' < 0 and t > 0 at
     the start (``premise``)."""
-    k = torch.tensor([np_ ** c for c in range(D)], dtype=F64)
+    k = torch.tensor([np_**c for c in range(D)], dtype=F64)
     K = k * np_
     theta = theta0.clone().to(F64).requires_grad_(True)
     trace = []
@@ -196,7 +231,7 @@ def mobius_gradient_flow(theta0: torch.Tensor, np_: float = 2.0, D: int = 3, lr:
     taus = torch.tensor([t for t, _, _ in trace], dtype=F64)
     b1 = torch.stack([b for _, b, _ in trace])  # (T, R)
     tt = torch.stack([x for _, _, x in trace])
-    E = b1 ** 2 + tt ** 2
+    E = b1**2 + tt**2
     rows = []
     for r in range(theta.shape[0]):
         # the exponential phase: |t| between 1e-10 (before float64 noise) and a tenth of its start
@@ -207,15 +242,24 @@ def mobius_gradient_flow(theta0: torch.Tensor, np_: float = 2.0, D: int = 3, lr:
             rate = -float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
         alpha_inf = float(theta[r, 0].detach())
         M = float(b1[:, r].abs().max())
-        rows.append({"run": r, "premise": bool(tt[0, r] > 0 and b1[0, r] < 0),
-                     "b1_negative": bool((b1[:, r] < 0).all()),
-                     "E_nonincreasing": bool((E[1:, r] <= E[:-1, r] * (1 + 1e-12)).all()),
-                     "t_start": float(tt[0, r]), "t_end": float(tt[-1, r]), "rate": rate,
-                     "nu": lemma31_kappa(alpha_inf, k, K) / (2 * M * M), "alpha_inf": alpha_inf})
+        rows.append(
+            {
+                "run": r,
+                "premise": bool(tt[0, r] > 0 and b1[0, r] < 0),
+                "b1_negative": bool((b1[:, r] < 0).all()),
+                "E_nonincreasing": bool((E[1:, r] <= E[:-1, r] * (1 + 1e-12)).all()),
+                "t_start": float(tt[0, r]),
+                "t_end": float(tt[-1, r]),
+                "rate": rate,
+                "nu": lemma31_kappa(alpha_inf, k, K) / (2 * M * M),
+                "alpha_inf": alpha_inf,
+            }
+        )
     return {"runs": rows}
 
 
 # ----------------------------------------------------------------------------- Lemma 9
+
 
 def _all_graphs(n: int, p: float):
     """Every directed graph on n nodes without self-loops with its G(n, p) probability: (adj (G, n, n), w (G,))."""
@@ -225,24 +269,26 @@ def _all_graphs(n: int, p: float):
     idx = torch.tensor(pairs)
     adj[:, idx[:, 0], idx[:, 1]] = bits
     e = bits.sum(-1)
-    w = p ** e * (1 - p) ** (len(pairs) - e)
+    w = p**e * (1 - p) ** (len(pairs) - e)
     return adj, w
 
 
 def _perp_basis(n: int, gauge: bool = False) -> torch.Tensor:
     """Orthonormal basis (n², n² - 2) of the complement of span{I, J} in R^{n x n} (flattened); with ``gauge``
-    also without the row-constant directions u 1^T (logit shifts that leave every softmax unchanged), (n², n² - n - 1)."""
+    also without the row-constant directions u 1^T (logit shifts that leave every softmax unchanged), (n², n²
+    - n - 1)."""
     cols = [torch.eye(n, dtype=F64).reshape(-1), torch.ones(n, n, dtype=F64).reshape(-1)]
     if gauge:
         cols += [torch.outer(torch.eye(n, dtype=F64)[i], torch.ones(n, dtype=F64)).reshape(-1) for i in range(n)]
     M = torch.stack(cols, 1)
     rank = int(torch.linalg.matrix_rank(M))
     Q, _ = torch.linalg.qr(torch.cat([M, torch.eye(n * n, dtype=F64)], 1))
-    return Q[:, rank:n * n]
+    return Q[:, rank : n * n]
 
 
-def hessian_gap(n: int, np_: float, L: int, d: int, gamma: float, graphs: str = "exact", samples: int = 4096,
-                seed: int = 0) -> dict:
+def hessian_gap(
+    n: int, np_: float, L: int, d: int, gamma: float, graphs: str = "exact", samples: int = 4096, seed: int = 0
+) -> dict:
     """Lemma 9: λ_min of the Hessian of L_pop (L_sup of the reduced W^emb model, U = I_n, OV = α*_c I) w.r.t.
     W = (W_1..W_L) at W_c = γ I, restricted to M_inv^⊥ in every layer; against 1/(8 d n³).
 
@@ -250,7 +296,7 @@ def hessian_gap(n: int, np_: float, L: int, d: int, gamma: float, graphs: str = 
     root (the population itself; n <= 5), ``mc`` draws ``samples`` graphs (then the S_n symmetry holds only up
     to sampling noise, reported as the split-half difference of λ_min)."""
     p = np_ / n
-    k = [sum(np_ ** j for j in range(c + 1)) for c in range(L + 1)]
+    k = [sum(np_**j for j in range(c + 1)) for c in range(L + 1)]
     alphas = [(k[c + 1] - k[c]) / math.sqrt(k[c]) for c in range(L)]
     if graphs == "exact":
         adj, w = _all_graphs(n, p)
@@ -269,6 +315,7 @@ def hessian_gap(n: int, np_: float, L: int, d: int, gamma: float, graphs: str = 
         def f(flat):
             zs = wemb_forward(flat.reshape(L, n, n), adj, root, alphas, d)
             return sum(((1 - (zs[c] * zstar[:, c]).sum(-1)) * weights).sum() for c in range(1, L + 1))
+
         return f
 
     W0 = (gamma * torch.eye(n, dtype=F64)).expand(L, n, n).reshape(-1).clone()
@@ -281,8 +328,17 @@ def hessian_gap(n: int, np_: float, L: int, d: int, gamma: float, graphs: str = 
         return tuple(float(torch.linalg.eigvalsh(B.T @ H @ B)[0]) for B in (P, Pg))
 
     lam, lam_g = lam_min(w)
-    out = {"n": n, "d": d, "L": L, "gamma": gamma, "graphs": graphs, "lambda_min": lam,
-           "lambda_min_gauge_free": lam_g, "bound": 1.0 / (8 * d * n ** 3), "split_half_diff": 0.0}
+    out = {
+        "n": n,
+        "d": d,
+        "L": L,
+        "gamma": gamma,
+        "graphs": graphs,
+        "lambda_min": lam,
+        "lambda_min_gauge_free": lam_g,
+        "bound": 1.0 / (8 * d * n**3),
+        "split_half_diff": 0.0,
+    }
     if graphs == "mc":
         half = samples // 2
         w1 = torch.zeros_like(w)

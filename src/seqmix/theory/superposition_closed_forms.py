@@ -1,16 +1,18 @@
-"""Closed forms of the frontier-superposition paper in the tree regime (superposition spec §2.4, §4): Lemma 18's single-step
+"""Closed forms of the frontier-superposition paper in the tree regime (superposition spec §2.4, §4): Lemma
+18's single-step
 cosine and its curvature (Lemma 27, with the spec's I14 correction), Prop. 1's ceiling, Prop. 7's attenuation,
 the selectivity-ladder and saturation gammas, the Lemma 9 Hessian-gap bound and the phase betas.
 
 Convention: k_c = (np)^c, m_f^(c) = k_{c+1} - k_c. Plain math on floats; ``seqmix.theory.superposition``
 re-exports every name, so callers keep using ``superposition.cos_step`` etc.
 """
+
 from __future__ import annotations
 
 import math
 
-
 # ----------------------------------------------------------------------------- Lemma 18 / 27, Prop. 1
+
 
 def cos_step(x, k, K):
     """Lemma 18: cos_c(x) = (sqrt k + x) / (sqrt K sqrt(1 + x^2/m_f)), m_f = K - k."""
@@ -65,7 +67,7 @@ def gamma_sat(d: int, k: float, n: int) -> float:
 
 def hessian_gap_bound(d: int, n: int) -> float:
     """Lemma 9: lambda_perp >= 1 / (8 d n^3)."""
-    return 1.0 / (8 * d * n ** 3)
+    return 1.0 / (8 * d * n**3)
 
 
 def phase_betas(np_: float, D: int, k_last: float) -> tuple[float, float]:

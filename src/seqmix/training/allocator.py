@@ -13,6 +13,7 @@ The settings are read by glibc when a process starts, so they are put in the env
 that launch jobs: the Snakemake workflow (its shell jobs inherit them) and the submitit executors.
 A GLIBC_TUNABLES already in the environment that sets malloc tunables is left alone.
 """
+
 from __future__ import annotations
 
 import os

@@ -9,6 +9,7 @@ environment through ``submitit.helpers.TorchDistributedEnvironment``; by hand, s
 MASTER_ADDR and MASTER_PORT (as torchrun does) and ``init_from_env`` joins the group.
 ``SEQMIX_DIST_BACKEND`` forces a backend (gloo|nccl).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -53,14 +54,15 @@ def shard(batch: Any, r: int, world: int) -> Any:
         if batch.shape[0] % world:
             raise ValueError(f"global batch {batch.shape[0]} does not divide over {world} ranks")
         n = batch.shape[0] // world
-        return batch[r * n:(r + 1) * n]
+        return batch[r * n : (r + 1) * n]
     if isinstance(batch, (tuple, list)):
         return type(batch)(shard(b, r, world) for b in batch)
     if isinstance(batch, dict):
         return {k: shard(v, r, world) for k, v in batch.items()}
     if dataclasses.is_dataclass(batch) and not isinstance(batch, type):
-        return dataclasses.replace(batch, **{f.name: shard(getattr(batch, f.name), r, world)
-                                             for f in dataclasses.fields(batch) if f.init})
+        return dataclasses.replace(
+            batch, **{f.name: shard(getattr(batch, f.name), r, world) for f in dataclasses.fields(batch) if f.init}
+        )
     return batch
 
 

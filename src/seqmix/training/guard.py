@@ -6,6 +6,7 @@
 tensors to name the first bad one: 'loss' (with the first non-finite parameter, if any) or
 '<parameter>.grad'. A norm that overflowed while every gradient is finite is not an error (as before).
 """
+
 from __future__ import annotations
 
 import logging

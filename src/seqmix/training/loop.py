@@ -8,13 +8,14 @@ and ends bit-identical to an uninterrupted run (same thread count).
 Per step the host waits on the device once: the loss and the total gradient norm are checked for
 non-finite values together (``StepGuard``); which tensor went bad is looked up only after a failure.
 """
+
 from __future__ import annotations
 
 import logging
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 
@@ -88,10 +89,15 @@ class _Diagnostics:
         self.calls += 1
 
 
-def train(cfg: dict, out_dir: str | Path, config_hash: str,
-          on_log: Callable[[int, dict], None] | None = None,
-          stop_after: int | None = None, runtime: Runtime | None = None,
-          on_backend: Callable[[dict[str, str]], None] | None = None) -> dict:
+def train(
+    cfg: dict,
+    out_dir: str | Path,
+    config_hash: str,
+    on_log: Callable[[int, dict], None] | None = None,
+    stop_after: int | None = None,
+    runtime: Runtime | None = None,
+    on_backend: Callable[[dict[str, str]], None] | None = None,
+) -> dict:
     """Train one leaf. Writes ``checkpoint.pt`` every ``checkpoint_every`` steps and ``model.pt`` at the end.
 
     Returns {"history": {"step": [...], "train_loss": [...], "lr": [...]}, "steps": int, "resumed_from": int | None,
@@ -122,14 +128,20 @@ def train(cfg: dict, out_dir: str | Path, config_hash: str,
     model.train()
     if start == 0:
         diagnose(0, steps)
-    backends = _run_steps(cfg, rt, task, model, opt, sched, history, out, config_hash, start, stop_after,
-                          diagnose, on_log, on_backend)
+    backends = _run_steps(
+        cfg, rt, task, model, opt, sched, history, out, config_hash, start, stop_after, diagnose, on_log, on_backend
+    )
     backends = backends or _report_backends(model, on_backend)  # no step ran (a finished run resumed)
     if distributed.rank() == 0:
         torch_save(model.state_dict(), out / "model.pt")
-    return {"history": history, "steps": steps, "resumed_from": resumed["step"] if resumed else None,
-            "seconds": time.perf_counter() - t0, "backends": backends,
-            "diagnostics": {"calls": diagnose.calls, "seconds": round(diagnose.seconds, 4)}}
+    return {
+        "history": history,
+        "steps": steps,
+        "resumed_from": resumed["step"] if resumed else None,
+        "seconds": time.perf_counter() - t0,
+        "backends": backends,
+        "diagnostics": {"calls": diagnose.calls, "seconds": round(diagnose.seconds, 4)},
+    }
 
 
 def _report_backends(model: torch.nn.Module, on_backend) -> dict[str, str]:
@@ -141,8 +153,22 @@ def _report_backends(model: torch.nn.Module, on_backend) -> dict[str, str]:
     return report
 
 
-def _run_steps(cfg, rt: Runtime, task, model, opt, sched, history, out: Path, config_hash: str, start: int,
-               stop_after, diagnose: _Diagnostics, on_log, on_backend) -> dict[str, str] | None:
+def _run_steps(
+    cfg,
+    rt: Runtime,
+    task,
+    model,
+    opt,
+    sched,
+    history,
+    out: Path,
+    config_hash: str,
+    start: int,
+    stop_after,
+    diagnose: _Diagnostics,
+    on_log,
+    on_backend,
+) -> dict[str, str] | None:
     """The steps from ``start``; returns the backend report made after the first step (None if none ran)."""
     from . import distributed
 
@@ -184,11 +210,26 @@ def _run_steps(cfg, rt: Runtime, task, model, opt, sched, history, out: Path, co
         diagnose(done, steps)
         if rank == 0 and (done % ckpt_every == 0 or done == steps):
             per = (time.perf_counter() - t0) / max(done - start, 1)
-            log.info("%s: step %d/%d, loss %.4g, %.2f ms/step, about %.0f s left", out, done, steps,
-                     float(loss.item()), 1e3 * per, per * (steps - done))
-            torch_save({"model": model.state_dict(), "optimizer": opt.state_dict(),
-                        "scheduler": sched.state_dict(), "step": done, "history": history,
-                        "config_hash": config_hash}, out / "checkpoint.pt")
+            log.info(
+                "%s: step %d/%d, loss %.4g, %.2f ms/step, about %.0f s left",
+                out,
+                done,
+                steps,
+                float(loss.item()),
+                1e3 * per,
+                per * (steps - done),
+            )
+            torch_save(
+                {
+                    "model": model.state_dict(),
+                    "optimizer": opt.state_dict(),
+                    "scheduler": sched.state_dict(),
+                    "step": done,
+                    "history": history,
+                    "config_hash": config_hash,
+                },
+                out / "checkpoint.pt",
+            )
     return backends
 
 

@@ -10,16 +10,24 @@ Groups (``param_groups``):
 Parameters with equal (lr, weight_decay) share a group, in the order they first appear in
 ``model.named_parameters()``, so optimizer state dicts are stable across runs.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from collections.abc import Iterable
 
 import torch
 from torch import nn
 
-NO_DECAY_MODULES = (nn.LayerNorm, nn.GroupNorm, nn.Embedding, nn.RMSNorm,
-                    nn.BatchNorm1d, nn.BatchNorm2d, nn.InstanceNorm1d)
+NO_DECAY_MODULES = (
+    nn.LayerNorm,
+    nn.GroupNorm,
+    nn.Embedding,
+    nn.RMSNorm,
+    nn.BatchNorm1d,
+    nn.BatchNorm2d,
+    nn.InstanceNorm1d,
+)
 HINT_KEYS = {"lr", "lr_mult", "lr_max", "weight_decay"}
 
 
@@ -38,12 +46,16 @@ def collect_hints(model: nn.Module) -> dict[int, dict]:
         params = dict(module.named_parameters())
         for name, hint in declare().items():
             if name not in params:
-                raise ValueError(f"{type(module).__name__}.optim_hints names {name!r}, not a parameter of "
-                                 f"{prefix or 'the model'} (has: {', '.join(params)})")
+                raise ValueError(
+                    f"{type(module).__name__}.optim_hints names {name!r}, not a parameter of "
+                    f"{prefix or 'the model'} (has: {', '.join(params)})"
+                )
             unknown = set(hint) - HINT_KEYS
             if unknown:
-                raise ValueError(f"{type(module).__name__}.optim_hints[{name!r}]: unknown keys {sorted(unknown)}; "
-                                 f"allowed: {sorted(HINT_KEYS)}")
+                raise ValueError(
+                    f"{type(module).__name__}.optim_hints[{name!r}]: unknown keys {sorted(unknown)}; "
+                    f"allowed: {sorted(HINT_KEYS)}"
+                )
             hints[id(params[name])] = {**hints.get(id(params[name]), {}), **hint}
     return hints
 
@@ -71,9 +83,15 @@ def param_groups(model: nn.Module, lr: float, weight_decay: float = 0.0) -> list
         g = groups.setdefault((p_lr, p_wd), {"params": [], "lr": p_lr, "weight_decay": p_wd, "names": []})
         g["params"].append(p)
         g["names"].append(name)
-    return [{"params": g["params"], "lr": g["lr"], "weight_decay": g["weight_decay"],
-             "name": ",".join(g["names"][:3]) + (f",+{len(g['names']) - 3}" if len(g["names"]) > 3 else "")}
-            for g in groups.values()]
+    return [
+        {
+            "params": g["params"],
+            "lr": g["lr"],
+            "weight_decay": g["weight_decay"],
+            "name": ",".join(g["names"][:3]) + (f",+{len(g['names']) - 3}" if len(g["names"]) > 3 else ""),
+        }
+        for g in groups.values()
+    ]
 
 
 def build_optimizer(params: nn.Module | Iterable, cfg: dict) -> torch.optim.Optimizer:

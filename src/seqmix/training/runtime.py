@@ -14,6 +14,7 @@ reach each leaf through its cell's run config (``run["runtime"]``, written by ``
 Models are initialised on the CPU from the leaf's seed and then moved, so a leaf starts from the same
 weights on every device.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -46,7 +47,7 @@ class Runtime:
     kernels: str = "fallback"
 
     @classmethod
-    def resolve(cls, settings: dict | None = None, file: str = CONFIG_FILE) -> "Runtime":
+    def resolve(cls, settings: dict | None = None, file: str = CONFIG_FILE) -> Runtime:
         """The runtime of this process from the run config's ``runtime`` block (missing keys: defaults)."""
         s = {**DEFAULTS, **{k: v for k, v in (settings or {}).items() if v is not None}}
         device = str(s["device"])
@@ -73,7 +74,7 @@ class Runtime:
     def is_cuda(self) -> bool:
         return self.torch_device.type == "cuda"
 
-    def activate(self) -> "Runtime":
+    def activate(self) -> Runtime:
         """Apply the process-wide parts: the CUDA device of this rank and the kernel strictness."""
         from ..ops import dispatch
 
@@ -113,8 +114,9 @@ def move(obj: Any, device: torch.device) -> Any:
     if isinstance(obj, dict):
         return {k: move(v, device) for k, v in obj.items()}
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return dataclasses.replace(obj, **{f.name: move(getattr(obj, f.name), device)
-                                           for f in dataclasses.fields(obj) if f.init})
+        return dataclasses.replace(
+            obj, **{f.name: move(getattr(obj, f.name), device) for f in dataclasses.fields(obj) if f.init}
+        )
     return obj
 
 
@@ -124,10 +126,13 @@ def keep_inputs_on_device(model: torch.nn.Module, runtime: Runtime) -> list:
     if runtime.device == "cpu":
         return []
     cpu = torch.device("cpu")
-    return [model.register_forward_pre_hook(lambda m, args, kwargs: (move(args, runtime.torch_device),
-                                                                     move(kwargs, runtime.torch_device)),
-                                            with_kwargs=True),
-            model.register_forward_hook(lambda m, args, out: move(out, cpu))]
+    return [
+        model.register_forward_pre_hook(
+            lambda m, args, kwargs: (move(args, runtime.torch_device), move(kwargs, runtime.torch_device)),
+            with_kwargs=True,
+        ),
+        model.register_forward_hook(lambda m, args, out: move(out, cpu)),
+    ]
 
 
 @contextlib.contextmanager

@@ -1,4 +1,5 @@
 """Sessa feedback solve (I - B_fb) s = f: see reference.py."""
+
 from __future__ import annotations
 
 from ..dispatch import Op

@@ -8,6 +8,7 @@ forward substitution (block size ``block``: one GEMM against the solved past plu
 per block), the template for a chunked Triton kernel. The Neumann series is never formed.
 The solve runs in at least float32 (spec pitfall (b)) and is cast back.
 """
+
 from __future__ import annotations
 
 import torch
@@ -43,6 +44,7 @@ def feedback_solve_blocked(f: torch.Tensor, gamma: torch.Tensor, alpha: torch.Te
         rhs = f32[:, r0:r1]
         if parts:
             rhs = rhs + Bfb[:, r0:r1, :r0] @ torch.cat(parts, dim=1)
-        parts.append(torch.linalg.solve_triangular(-Bfb[:, r0:r1, r0:r1], rhs, upper=False, left=True,
-                                                   unitriangular=True))
+        parts.append(
+            torch.linalg.solve_triangular(-Bfb[:, r0:r1, r0:r1], rhs, upper=False, left=True, unitriangular=True)
+        )
     return torch.cat(parts, dim=1).to(f.dtype)

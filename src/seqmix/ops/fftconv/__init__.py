@@ -1,4 +1,5 @@
 """Causal FFT convolution (S4D's convolution form): see reference.py."""
+
 from __future__ import annotations
 
 from ..dispatch import Op

@@ -4,6 +4,7 @@
 
 Zero-padding to 2L makes the circular FFT product a linear convolution.
 """
+
 from __future__ import annotations
 
 import torch

@@ -1,4 +1,5 @@
 """PaTH attention (accumulated Householder transforms): see reference.py."""
+
 from __future__ import annotations
 
 from ..dispatch import Op

@@ -14,6 +14,7 @@ Chunked algorithm (chunk C), O(T^2 d + T^2 d^2 / C) time, no T x T x d tensor:
 - each chunk's full product P_c = H_{end-1} .. H_{start} is a d x d matrix;
 - a loop over chunks pushes all earlier keys through P_c, so logit_ij = qL_i^T P_{c-1} .. P_{c'+1} kR_j.
 """
+
 from __future__ import annotations
 
 import torch
@@ -68,8 +69,7 @@ def path_logits(q: torch.Tensor, k: torch.Tensor, w: torch.Tensor, beta: torch.T
     for c in range(nC):
         parts = []
         if c > 0:
-            Kprop = kR_c[0] if Kprop is None else torch.cat(
-                (Kprop @ P_c[c - 1].transpose(-1, -2), kR_c[c - 1]), dim=2)
+            Kprop = kR_c[0] if Kprop is None else torch.cat((Kprop @ P_c[c - 1].transpose(-1, -2), kR_c[c - 1]), dim=2)
             parts.append(qL_c[c] @ Kprop.transpose(-1, -2))
         parts.append(intra_c[c])
         if c < nC - 1:
@@ -82,7 +82,7 @@ def path_logits(q: torch.Tensor, k: torch.Tensor, w: torch.Tensor, beta: torch.T
 def path_attention(q, k, v, w, beta, scale: float | None = None, chunk: int = 32) -> torch.Tensor:
     """Causal PaTH attention. q, k, v, w: (Nb, H, T, d); beta: (Nb, H, T). Returns (Nb, H, T, d)."""
     T, d = q.shape[-2:]
-    scale = d ** -0.5 if scale is None else scale
+    scale = d**-0.5 if scale is None else scale
     logits = path_logits(q, k, w, beta, chunk) * scale
     mask = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
     return torch.softmax(logits.masked_fill(mask, float("-inf")), dim=-1) @ v

@@ -1,5 +1,6 @@
 """Rotary / accumulated SO(2) rotations: angle scans (exclusive prefix sums in float64) and block rotations.
 See reference.py for the one direction convention used everywhere."""
+
 from __future__ import annotations
 
 from ..dispatch import Op

@@ -18,6 +18,7 @@ Block layouts: ``half`` (block b = coordinates (b, b + d/2), GPT-NeoX, default f
 Angles are accumulated in float64 and wrapped to (-pi, pi] before cos/sin (rotations spec pitfall 1);
 cos/sin are then cast once, so the forward and inverse rotation use bit-identical tensors (pitfall 2).
 """
+
 from __future__ import annotations
 
 import math
@@ -58,8 +59,9 @@ def cos_sin(theta: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torc
     return torch.cos(theta).to(dtype), torch.sin(theta).to(dtype)
 
 
-def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = "half",
-           inverse: bool = False) -> torch.Tensor:
+def rotate(
+    x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = "half", inverse: bool = False
+) -> torch.Tensor:
     """R(Theta) x (or R(-Theta) x when ``inverse``). x: (..., T, d) with d even; cos, sin: broadcastable to
     (..., T, d/2)."""
     if inverse:

@@ -19,6 +19,7 @@ Complex numbers are carried as (real, imag) pairs of real tensors (imag None for
 kernels (exp, mul, div) run about ten times slower than the real ones on CPU, and the pairs make the
 arithmetic explicit for a kernel port.
 """
+
 from __future__ import annotations
 
 import math
@@ -93,7 +94,10 @@ def _linear_scan_pairs(la: Pair, v: Pair, x0: Pair | None, chunk: int | None) ->
     shape = torch.broadcast_shapes(*(t.shape for t in (*la, *v) if t is not None))
     la = tuple(None if t is None else t.expand(shape) for t in la)
     cplx = la[1] is not None or v[1] is not None or (x0 is not None and x0[1] is not None)
-    v = (v[0].expand(shape), (v[1].expand(shape) if v[1] is not None else (torch.zeros_like(v[0]).expand(shape) if cplx else None)))
+    v = (
+        v[0].expand(shape),
+        (v[1].expand(shape) if v[1] is not None else (torch.zeros_like(v[0]).expand(shape) if cplx else None)),
+    )
     Nb, L = shape[:2]
     S = tuple(shape[2:])
     C = chunk or _default_chunk(L)
@@ -141,8 +145,9 @@ def _linear_scan_pairs(la: Pair, v: Pair, x0: Pair | None, chunk: int | None) ->
     return x, s  # padded steps have a = 1, v = 0, so s is the state after step L-1
 
 
-def linear_scan(log_a: torch.Tensor, v: torch.Tensor, x0: torch.Tensor | None = None,
-                chunk: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def linear_scan(
+    log_a: torch.Tensor, v: torch.Tensor, x0: torch.Tensor | None = None, chunk: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """x_k = exp(log_a_k) * x_{k-1} + v_k along dim 1.
 
     log_a, v: (Nb, L, *S) (broadcastable to each other; real or complex); x0: (Nb, *S) or None (zeros).
@@ -158,8 +163,10 @@ def _discretise(u, delta, A, B, B_bias, disc, groups) -> tuple[Pair, Pair]:
     n = A.shape[-1]
     dl = delta.unsqueeze(-1)
     dA = _mul((dl, None), _pair(A))
-    Bin = tuple(None if t is None else t.unsqueeze(3).expand(Nb, L, groups, d // groups, n).reshape(Nb, L, d, n)
-                for t in _pair(B))
+    Bin = tuple(
+        None if t is None else t.unsqueeze(3).expand(Nb, L, groups, d // groups, n).reshape(Nb, L, d, n)
+        for t in _pair(B)
+    )
     if B_bias is not None:
         Bin = _add(Bin, _pair(B_bias))
     if disc == "zoh":
@@ -182,9 +189,19 @@ def _readout(x: Pair, C: torch.Tensor, groups: int) -> torch.Tensor:
     return y.sum(-1).reshape(Nb, L, d)
 
 
-def selective_scan(u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor,
-                   B_bias: torch.Tensor | None = None, D: torch.Tensor | None = None, disc: str = "zoh",
-                   x0: torch.Tensor | None = None, chunk: int | None = None, return_state: bool = False):
+def selective_scan(
+    u: torch.Tensor,
+    delta: torch.Tensor,
+    A: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor,
+    B_bias: torch.Tensor | None = None,
+    D: torch.Tensor | None = None,
+    disc: str = "zoh",
+    x0: torch.Tensor | None = None,
+    chunk: int | None = None,
+    return_state: bool = False,
+):
     """u, delta: (Nb, L, d) real; A: (d, n) or (n,), real or complex, Re A <= 0; B, C: (Nb, L, G, n) with
     G | d (real or complex); B_bias: (d, n) or None; D: (d,) or None; x0: (Nb, d, n) or None.
     Returns y: (Nb, L, d) real (and the last state (Nb, d, n), complex if any input is, when ``return_state``)."""
@@ -197,9 +214,17 @@ def selective_scan(u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor, B: tor
     return (y, _join(last)) if return_state else y
 
 
-def selective_scan_step(state: torch.Tensor, u: torch.Tensor, delta: torch.Tensor, A: torch.Tensor,
-                        B: torch.Tensor, C: torch.Tensor, B_bias: torch.Tensor | None = None,
-                        D: torch.Tensor | None = None, disc: str = "zoh"):
+def selective_scan_step(
+    state: torch.Tensor,
+    u: torch.Tensor,
+    delta: torch.Tensor,
+    A: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor,
+    B_bias: torch.Tensor | None = None,
+    D: torch.Tensor | None = None,
+    disc: str = "zoh",
+):
     """One step for decoding. state: (Nb, d, n); u, delta: (Nb, d); B, C: (Nb, G, n).
     Returns (y: (Nb, d), new state)."""
     log_a, v = _discretise(u[:, None], delta[:, None], A, B[:, None], B_bias, disc, B.shape[1])

@@ -1,4 +1,5 @@
 """Mamba2 SSD (scalar-identity state-space duality): see reference.py for the equations and shapes."""
+
 from __future__ import annotations
 
 from ..dispatch import Op

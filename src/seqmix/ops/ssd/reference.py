@@ -13,6 +13,7 @@ per head is carried. Because A is a scalar per head, L is only (Q, Q) per head, 
 cheap compared with a diagonal-A scan. Exponents are differences of within-chunk cumulative sums, always
 <= 0, so nothing overflows.
 """
+
 from __future__ import annotations
 
 import torch
@@ -24,9 +25,17 @@ def _expand_groups(M: torch.Tensor, H: int) -> torch.Tensor:
     return M.repeat_interleave(H // G, dim=2)
 
 
-def ssd_chunked(x: torch.Tensor, dt: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor,
-                D: torch.Tensor | None = None, chunk: int = 64, h0: torch.Tensor | None = None,
-                return_state: bool = False):
+def ssd_chunked(
+    x: torch.Tensor,
+    dt: torch.Tensor,
+    A: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor,
+    D: torch.Tensor | None = None,
+    chunk: int = 64,
+    h0: torch.Tensor | None = None,
+    return_state: bool = False,
+):
     """x: (Nb, L, H, P); dt: (Nb, L, H) > 0; A: (H,) < 0; B, C: (Nb, L, G, N); D: (H,) or None;
     h0: (Nb, H, P, N) or None. Returns y: (Nb, L, H, P) (and the last state (Nb, H, P, N))."""
     Nb, L, H, P = x.shape
@@ -67,8 +76,15 @@ def ssd_chunked(x: torch.Tensor, dt: torch.Tensor, A: torch.Tensor, B: torch.Ten
     return (y, s) if return_state else y
 
 
-def ssd_step(state: torch.Tensor, x: torch.Tensor, dt: torch.Tensor, A: torch.Tensor, B: torch.Tensor,
-             C: torch.Tensor, D: torch.Tensor | None = None):
+def ssd_step(
+    state: torch.Tensor,
+    x: torch.Tensor,
+    dt: torch.Tensor,
+    A: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor,
+    D: torch.Tensor | None = None,
+):
     """One step. state: (Nb, H, P, N); x: (Nb, H, P); dt: (Nb, H); B, C: (Nb, G, N).
     Returns (y: (Nb, H, P), new state)."""
     H = x.shape[1]

@@ -1,5 +1,6 @@
 """Heads paper ("How Many Heads Make an SSM?", Ghodsi 2025): its artefacts, declared in the ``artefacts:``
 block of config/papers/heads.yaml. Each is ``fn(spec, out)`` (see seqmix.artefacts for the spec)."""
+
 from . import analysis, figures, tables
 
 ARTEFACTS = {

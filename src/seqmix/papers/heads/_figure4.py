@@ -1,6 +1,7 @@
 """Figure 4 (Exp. II): ||dy_{T-1}/dx_0|| vs T at initialisation, linear SSM vs causal multi-head attention,
 in three panels: (a) the paper's figure on its grid, (b) attention's power law on the extended grid,
 (c) the A = rho Q ablation against attention, with the crossing T."""
+
 from __future__ import annotations
 
 import math
@@ -9,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...report.tables import write_csv
 from ...report.stats import crossing, geomean_by, loglinear_fit
+from ...report.tables import write_csv
 
 EXP2_COLORS = {"ssm": "tab:red", "attn": "tab:blue"}  # the paper's colours
 ABLATION_COLORS = ["tab:orange", "tab:brown", "tab:pink"]
@@ -20,8 +21,14 @@ WOWV_LABEL = r"$\|W_O W_V\|_F\, /\, T$"
 def _band(ax, s: pd.DataFrame, color: str, label: str, ls: str = "-") -> None:
     """The geometric mean over seeds x draws with a +-1 std band in log10."""
     ax.plot(s["T"], s["geomean"], ls, marker="o", ms=3.5, color=color, label=label)
-    ax.fill_between(s["T"], 10 ** (np.log10(s["geomean"]) - s["log10_std"]),
-                    10 ** (np.log10(s["geomean"]) + s["log10_std"]), color=color, alpha=0.2, lw=0)
+    ax.fill_between(
+        s["T"],
+        10 ** (np.log10(s["geomean"]) - s["log10_std"]),
+        10 ** (np.log10(s["geomean"]) + s["log10_std"]),
+        color=color,
+        alpha=0.2,
+        lw=0,
+    )
 
 
 def _style(ax, title: str, logx: bool = False) -> None:
@@ -42,8 +49,14 @@ def _panel_paper(ax, df: pd.DataFrame, series: dict, grid: list, wowv: pd.Series
     slope, icpt, r2 = loglinear_fit(ssm["T"].to_numpy(), ssm["geomean"].to_numpy(), base=math.e)
     ln_rho = float(np.log(df[df.variant == "ssm"]["rho"]).mean())
     Tg = np.array(grid, dtype=float)
-    ax.plot(Tg, np.exp(icpt + slope * Tg), "--", color=EXP2_COLORS["ssm"], lw=1,
-            label=f"fit: slope {slope:.3f}/step (R² {r2:.4f}); " + r"$\ln\rho(A)$" + f" = {ln_rho:.3f}")
+    ax.plot(
+        Tg,
+        np.exp(icpt + slope * Tg),
+        "--",
+        color=EXP2_COLORS["ssm"],
+        lw=1,
+        label=f"fit: slope {slope:.3f}/step (R² {r2:.4f}); " + r"$\ln\rho(A)$" + f" = {ln_rho:.3f}",
+    )
     ax.plot(Tg, wowv.reindex(grid).to_numpy(), ":", color=EXP2_COLORS["attn"], lw=1, label=WOWV_LABEL)
     ax.set_ylabel(r"$\|\nabla_{x_0}\, y_{T-1}\|_F$")
     n_seeds = df["seed"].nunique()
@@ -58,7 +71,7 @@ def _panel_power_law(ax, attn: pd.DataFrame, wowv: pd.Series, T_min: float) -> N
     if len(big) >= 2:
         s2, i2, _ = loglinear_fit(big["T"].to_numpy(), big["geomean"].to_numpy(), base=math.e, log_x=True)
         Tb = big["T"].to_numpy(dtype=float)
-        ax.plot(Tb, np.exp(i2) * Tb ** s2, "--", color="k", lw=1, label=f"log-log slope {s2:.2f} (T ≥ {T_min:g})")
+        ax.plot(Tb, np.exp(i2) * Tb**s2, "--", color="k", lw=1, label=f"log-log slope {s2:.2f} (T ≥ {T_min:g})")
     ax.plot(wowv.index, wowv.values, ":", color=EXP2_COLORS["attn"], lw=1, label=WOWV_LABEL)
     _style(ax, "extension: attention decays like 1/T (power law)", logx=True)
 
@@ -78,13 +91,29 @@ def _panel_ablation(ax, df: pd.DataFrame, series: dict, grid: list) -> list[dict
             spec = geomean_by(sub, "T", "spec")
             ax.plot(spec["T"], spec["geomean"], "--", color=color, lw=1, label=r"$\|J\|_2$" + f" ({rho:.3g})")
             bound = sub.groupby("T")["bound"].mean()
-            ax.plot(bound.index, bound.values, ":", color=color, lw=1.2,
-                    label=r"Thm 5.1: $\|C\|_2\|B\|_2\|A\|_2^{T-1}$" + f" ({rho:.3g})")
-        cross = crossing(s["T"].to_numpy(dtype=float), np.log(s["geomean"].to_numpy()), np.log(attn["geomean"].to_numpy()))
+            ax.plot(
+                bound.index,
+                bound.values,
+                ":",
+                color=color,
+                lw=1.2,
+                label=r"Thm 5.1: $\|C\|_2\|B\|_2\|A\|_2^{T-1}$" + f" ({rho:.3g})",
+            )
+        cross = crossing(
+            s["T"].to_numpy(dtype=float), np.log(s["geomean"].to_numpy()), np.log(attn["geomean"].to_numpy())
+        )
         if cross is not None:
             ax.axvline(cross, color=color, ls="-.", lw=0.8, label=f"crossing T ≈ {cross:.0f}")
-            rows.append({"variant": v, "T": cross, "geomean": np.nan, "log10_std": np.nan, "count": 0,
-                         "note": "crossing with attention"})
+            rows.append(
+                {
+                    "variant": v,
+                    "T": cross,
+                    "geomean": np.nan,
+                    "log10_std": np.nan,
+                    "count": 0,
+                    "note": "crossing with attention",
+                }
+            )
     _style(ax, "ablation: orthogonal A = ρQ (attention larger only past the crossing)")
     return rows
 

@@ -8,6 +8,7 @@ figures read.
 - ``spectrum``: singular values of the trained k = 4 students' interaction operators (Figure 3 right)
   -> spectrum/summary.csv
 """
+
 from __future__ import annotations
 
 import copy
@@ -42,7 +43,7 @@ def theory(spec: dict, out: Path) -> None:
             rows.append({"quantity": "interaction_rank", "k": k, "n": n, "H": "", "value": interaction_rank(W)})
             rows.append({"quantity": "total_variance", "k": k, "n": n, "H": 0, "value": optimal_mse(W, 0)})
             rows += [{"quantity": "mse_opt", "k": k, "n": n, "H": h, "value": optimal_mse(W, h)} for h in st["heads"]]
-            for i, s in enumerate(singular_values(W)[:k + st["extra_singular_values"]], 1):
+            for i, s in enumerate(singular_values(W)[: k + st["extra_singular_values"]], 1):
                 rows.append({"quantity": "singular_value", "k": k, "n": n, "H": i, "value": s})
     write_csv(out / "summary.csv", rows)
 
@@ -50,8 +51,13 @@ def theory(spec: dict, out: Path) -> None:
 def theory_checks(spec: dict, out: Path) -> None:
     st = spec["analysis"]["theory_checks"]
     ns, ks = _grid(spec, st["spec_n"])
-    rows = (checks.check_t1(ns, st["t1"]["restarts"], st["t1"]["context_ks"]) + checks.check_t2_t3(ks, ns)
-            + checks.check_t4(**st["t4"]) + checks.check_t5(**st["t5"]) + checks.check_t6(ks, ns, **st["t6"]))
+    rows = (
+        checks.check_t1(ns, st["t1"]["restarts"], st["t1"]["context_ks"])
+        + checks.check_t2_t3(ks, ns)
+        + checks.check_t4(**st["t4"])
+        + checks.check_t5(**st["t5"])
+        + checks.check_t6(ks, ns, **st["t6"])
+    )
     write_csv(out / "summary.csv", rows)
 
 
@@ -80,11 +86,31 @@ def spectrum(spec: dict, out: Path) -> None:
         with torch.no_grad():  # K formed in float64 from the trained (float32) parameters, then its SVD
             s = operator_spectrum(copy.deepcopy(model.mixer).double().interaction_operator())
         for i, v in enumerate(s.tolist(), 1):
-            rows.append({"source": "student", "k": task.k, "n": task.n, "H": leaf["config"]["sweep_value"],
-                         "seed": leaf["config"]["seed"], "index": i, "sigma": v, "sigma_rel": v / s[0].item()})
+            rows.append(
+                {
+                    "source": "student",
+                    "k": task.k,
+                    "n": task.n,
+                    "H": leaf["config"]["sweep_value"],
+                    "seed": leaf["config"]["seed"],
+                    "index": i,
+                    "sigma": v,
+                    "sigma_rel": v / s[0].item(),
+                }
+            )
     k, n = task.k, task.n
     s = operator_spectrum(teacher_operator(k, n))
     for i, v in enumerate(s.tolist(), 1):
-        rows.append({"source": "teacher", "k": k, "n": n, "H": "", "seed": "", "index": i, "sigma": v,
-                     "sigma_rel": v / s[0].item()})
+        rows.append(
+            {
+                "source": "teacher",
+                "k": k,
+                "n": n,
+                "H": "",
+                "seed": "",
+                "index": i,
+                "sigma": v,
+                "sigma_rel": v / s[0].item(),
+            }
+        )
     write_csv(out / "summary.csv", rows)

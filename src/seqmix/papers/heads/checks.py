@@ -4,6 +4,7 @@ Each function returns long rows ``{check, quantity, k, n, tau, gamma, variant, v
 not apply are ""); the verdicts are claims in config/papers/heads.yaml (``check-T*``), judged by the one
 claims engine. Settings come from the ``theory_checks`` slice of the paper's ``analysis:`` block.
 """
+
 from __future__ import annotations
 
 import math
@@ -60,17 +61,25 @@ def _construction_rows(k: int, n: int) -> list[dict]:
         fwd = float((m(x) - RotationTeacher(k=k, n=n, dtype=torch.float64).targets(x)).abs().max())
     Phi, Psi, ranks = rank_refined_features(alpha)
     refined = torch.einsum("hir,hjr->hij", Phi, Psi) * tril
-    return [row("T2", "construction_err", float((student_operator(V, alpha) - K).abs().max()), k=k, n=n),
-            row("T2", "construction_forward_err", fwd, k=k, n=n),
-            row("T2", "rank_refined_err", float((student_operator(V, refined) - K).abs().max()), k=k, n=n),
-            row("T2", "rank_refined_r", max(ranks), k=k, n=n)]
+    return [
+        row("T2", "construction_err", float((student_operator(V, alpha) - K).abs().max()), k=k, n=n),
+        row("T2", "construction_forward_err", fwd, k=k, n=n),
+        row("T2", "rank_refined_err", float((student_operator(V, refined) - K).abs().max()), k=k, n=n),
+        row("T2", "rank_refined_r", max(ranks), k=k, n=n),
+    ]
 
 
 def _lag_only_rows(k: int, n: int) -> list[dict]:
     """T3 for one (k, n): Appendix A's translation-invariant features, complex r = k and real r = k."""
     from ...tasks.rotation_teacher import lag_operators, teacher_transition
-    from ...theory.heads import (exact_construction, lag_only_coefficients, lag_only_features, realify_features,
-                                 student_operator, toeplitz_operator)
+    from ...theory.heads import (
+        exact_construction,
+        lag_only_coefficients,
+        lag_only_features,
+        realify_features,
+        student_operator,
+        toeplitz_operator,
+    )
 
     W = lag_operators(k, n)
     K = toeplitz_operator(W)
@@ -79,10 +88,12 @@ def _lag_only_rows(k: int, n: int) -> list[dict]:
     phi, psi, lam = lag_only_features(teacher_transition(k), W, V)
     pr, ps = realify_features(phi, psi, lam)
     err = lambda a: float((student_operator(V, a) - K).abs().max())  # noqa: E731
-    return [row("T3", "lag_only_err", err(lag_only_coefficients(phi, psi)), k=k, n=n),
-            row("T3", "lag_only_r", phi.shape[1], k=k, n=n),
-            row("T3", "lag_only_real_err", err(torch.einsum("ir,hjr->hij", pr, ps) * tril), k=k, n=n),
-            row("T3", "lag_only_real_r", pr.shape[1], k=k, n=n)]
+    return [
+        row("T3", "lag_only_err", err(lag_only_coefficients(phi, psi)), k=k, n=n),
+        row("T3", "lag_only_r", phi.shape[1], k=k, n=n),
+        row("T3", "lag_only_real_err", err(torch.einsum("ir,hjr->hij", pr, ps) * tril), k=k, n=n),
+        row("T3", "lag_only_real_r", pr.shape[1], k=k, n=n),
+    ]
 
 
 def check_t2_t3(ks: list[int], ns: list[int]) -> list[dict]:
@@ -114,10 +125,12 @@ def check_t4(T: int, lags: list[int], d: int) -> list[dict]:
         with torch.no_grad():
             y = ssm(x)
             scale = float(y.abs().max())
-            rows.append(row("T4", "scan_vs_conv", float((ssm.forward_conv(x) - y).abs().max()) / scale,
-                            variant=variant, n=T))
-            rows.append(row("T4", "scan_vs_fft", float((ssm.forward_fft(x) - y).abs().max()) / scale,
-                            variant=variant, n=T))
+            rows.append(
+                row("T4", "scan_vs_conv", float((ssm.forward_conv(x) - y).abs().max()) / scale, variant=variant, n=T)
+            )
+            rows.append(
+                row("T4", "scan_vs_fft", float((ssm.forward_fft(x) - y).abs().max()) / scale, variant=variant, n=T)
+            )
         rows.append(row("T4", "spectral_radius", ssm.spectral_radius(), variant=variant))
         rows.append(row("T4", "norm_A", float(torch.linalg.matrix_norm(ssm.A.weight.detach(), ord=2)), variant=variant))
     return rows
@@ -158,8 +171,15 @@ def check_t5(d: int, seed: int, epsilon: float, taus: list[int], gammas: list[fl
             corrected, paper = highway_alpha_corrected(gamma, tau + 1, a_dot_u), highway_alpha_paper(gamma, tau + 1)
             alpha_err.append(abs(alpha - corrected))
             paper_gap.append(abs(alpha - paper))
-            rows += [row("T5", q, v, tau=tau, gamma=gamma) for q, v in
-                     (("J_spec", j2), ("alpha_model", alpha), ("alpha_corrected", corrected), ("alpha_paper", paper))]
+            rows += [
+                row("T5", q, v, tau=tau, gamma=gamma)
+                for q, v in (
+                    ("J_spec", j2),
+                    ("alpha_model", alpha),
+                    ("alpha_corrected", corrected),
+                    ("alpha_paper", paper),
+                )
+            ]
     rows.append(row("T5", "alpha_corrected_err", max(alpha_err)))
     rows.append(row("T5", "alpha_paper_gap", max(paper_gap)))
     gamma_star = highway_gamma(norm_v, epsilon, max(taus) + 1, a_dot_u)

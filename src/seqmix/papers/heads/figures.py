@@ -7,6 +7,7 @@
   spec's extension), from the ``spectrum`` analysis
 - ``figure4``: Exp. II, ||dy_{T-1}/dx_0|| vs T at initialisation (figure4.py)
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -39,8 +40,12 @@ def figure1_matrices(st: dict) -> dict[str, np.ndarray]:
     S = (X @ W_Q.T) @ (X @ W_K.T).T / np.sqrt(dk)
     att = np.exp(S - S.max(axis=1, keepdims=True))
     att /= att.sum(axis=1, keepdims=True)
-    return {"MLP (Identity)": np.eye(n), "CNN (Banded/Toeplitz)": cnn, "RNN / SSM (Causal History)": ssm,
-            "Attention (Input-Dependent)": att}
+    return {
+        "MLP (Identity)": np.eye(n),
+        "CNN (Banded/Toeplitz)": cnn,
+        "RNN / SSM (Causal History)": ssm,
+        "Attention (Input-Dependent)": att,
+    }
 
 
 def figure1(spec: dict, out: Path) -> None:
@@ -80,8 +85,20 @@ def figure2(spec: dict, out: Path) -> None:
         ax.text(x, y, text, ha="center", va="center", fontsize=10, zorder=4)
 
     def arrow(ax, p, q, color, rad=0.0, lw=1.5, style="-|>"):
-        ax.add_patch(FancyArrowPatch(p, q, arrowstyle=style, mutation_scale=12, color=color, lw=lw,
-                                     connectionstyle=f"arc3,rad={rad}", shrinkA=11, shrinkB=11, zorder=2))
+        ax.add_patch(
+            FancyArrowPatch(
+                p,
+                q,
+                arrowstyle=style,
+                mutation_scale=12,
+                color=color,
+                lw=lw,
+                connectionstyle=f"arc3,rad={rad}",
+                shrinkA=11,
+                shrinkB=11,
+                zorder=2,
+            )
+        )
 
     for x, lab in zip(xs, labels):
         node(top, x, 0, f"$h_{{{lab}}}$", "0.3")
@@ -93,15 +110,29 @@ def figure2(spec: dict, out: Path) -> None:
         arrow(top, (b, 0.05), (a, 0.05), red, rad=0.5)
         top.text((a + b) / 2, 0.62, r"$\times A^{\top}$", color=red, ha="center", fontsize=9)
     top.text(xs[-1] + 0.8, 0, r"$\partial \mathcal{L}/\partial h_T$", va="center", fontsize=9)
-    top.text(3.5, -0.85, r"path length $O(n)$: $\|\partial y_T/\partial x_1\| \leq \|C\|\,\|B\|\,\|A\|^{T-1}$"
-             " (exponential decay)", ha="center", color=red, fontsize=9)
+    top.text(
+        3.5,
+        -0.85,
+        r"path length $O(n)$: $\|\partial y_T/\partial x_1\| \leq \|C\|\,\|B\|\,\|A\|^{T-1}$"
+        " (exponential decay)",
+        ha="center",
+        color=red,
+        fontsize=9,
+    )
     top.set_title("RNN Gradient Path (Sequential)", fontsize=11)
     node(bot, 3.5, 1.2, "$y_T$", blue)
     for x, lab in zip(xs, labels):
         node(bot, x, -0.4, f"$x_{{{lab}}}$", "0.3")
         arrow(bot, (x, -0.4), (3.5, 1.2), blue)
-    bot.text(3.5, -1.25, r"one step from every $x_t$: $\partial y_T/\partial x_t = \alpha_{Tt} V + \ldots$"
-             r" ($O(1)$ gradient highway)", ha="center", color=blue, fontsize=9)
+    bot.text(
+        3.5,
+        -1.25,
+        r"one step from every $x_t$: $\partial y_T/\partial x_t = \alpha_{Tt} V + \ldots$"
+        r" ($O(1)$ gradient highway)",
+        ha="center",
+        color=blue,
+        fontsize=9,
+    )
     bot.set_title("Attention Gradient Path (Direct)", fontsize=11)
     for ax, (lo, hi) in ((top, (-1.2, 1.1)), (bot, (-1.6, 1.7))):
         ax.set_xlim(-0.8, 8.6)
@@ -130,8 +161,17 @@ def figure3_left(spec: dict, out: Path) -> None:
         opt = opt[opt["H"].astype(int).between(1, k - 1)]
         ax.plot(opt["H"].astype(int), opt["value"], "--", color=color, lw=1, alpha=0.8)
         ax.axvline(k, color=color, ls=":", lw=0.8)
-        rows += [{"k": k, "H": int(r["H"]), "median": r["median"], "min": r["min"], "max": r["max"],
-                  "seeds": int(r["count"])} for _, r in stats.iterrows()]
+        rows += [
+            {
+                "k": k,
+                "H": int(r["H"]),
+                "median": r["median"],
+                "min": r["min"],
+                "max": r["max"],
+                "seeds": int(r["count"]),
+            }
+            for _, r in stats.iterrows()
+        ]
     ax.plot([], [], "k--", lw=1, label="Eckart–Young optimum (H < k)")
     ax.set_yscale("log")
     ax.set_xticks(range(1, int(df["H"].max()) + 1))
@@ -160,10 +200,22 @@ def figure3_right(spec: dict, out: Path) -> None:
         st = students[(students.H == H) & (students.seed == seed0)].sort_values("index")
         others = students[(students.H == H) & (students.seed != seed0)]
         if len(others):
-            ax.plot(others["index"], others["sigma_rel"].clip(lower=floor), ".", color="0.7", ms=3,
-                    label=f"other seeds ({others['seed'].nunique()})")
-        ax.plot(st["index"], st["sigma_rel"].clip(lower=floor), "o", color="tab:orange", ms=6,
-                label=f"learned (H = {H}, seed {seed0})")
+            ax.plot(
+                others["index"],
+                others["sigma_rel"].clip(lower=floor),
+                ".",
+                color="0.7",
+                ms=3,
+                label=f"other seeds ({others['seed'].nunique()})",
+            )
+        ax.plot(
+            st["index"],
+            st["sigma_rel"].clip(lower=floor),
+            "o",
+            color="tab:orange",
+            ms=6,
+            label=f"learned (H = {H}, seed {seed0})",
+        )
         ax.plot(teacher["index"], teacher["sigma_rel"].clip(lower=floor), "kx", ms=6, label=f"teacher (rank {k})")
         ax.axhline(FLOAT32_EPS, color="0.4", ls="--", lw=1, label="float32 eps")
         ax.axvline(k + 0.5, color="0.8", ls=":", lw=1)
@@ -176,7 +228,11 @@ def figure3_right(spec: dict, out: Path) -> None:
         ax.legend(fontsize=7, loc="upper right")
         plotted += st.to_dict("records")
     axes[0][0].set_ylabel(r"$\sigma_\ell / \sigma_1$ of the learned interaction operator")
-    fig.suptitle(r"Exp. I: singular values of the pair unfolding of $K_{ij} = \sum_h \alpha_{ij}^{(h)} V^{(h)}$"
-                 f" (float64; n = {n}; zeros drawn at {floor:g})", fontsize=9, y=1.04)
+    fig.suptitle(
+        r"Exp. I: singular values of the pair unfolding of $K_{ij} = \sum_h \alpha_{ij}^{(h)} V^{(h)}$"
+        f" (float64; n = {n}; zeros drawn at {floor:g})",
+        fontsize=9,
+        y=1.04,
+    )
     save(fig, out / "figure3_right")
     write_csv(out / "figure3_right.csv", plotted + teacher.astype(object).fillna("").to_dict("records"))

@@ -1,4 +1,5 @@
 """The heads paper's tables."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -6,6 +6,7 @@ reported (the claims' ``reported`` values it shows); ``out`` is the directory it
 artefact reads and writes is declared in config/papers/superposition.yaml (``artefacts:``; the block is kept
 beside this file as ARTEFACTS.yaml).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -15,6 +16,7 @@ from pathlib import Path
 
 def _lazy(module: str, function: str) -> Callable[[dict, Path], None]:
     """The artefact ``module.function``, imported when called (a table job never loads matplotlib)."""
+
     def run(spec: dict, out: Path) -> None:
         getattr(importlib.import_module(f"{__name__}.{module}"), function)(spec, out)
 
@@ -29,5 +31,6 @@ _WHERE = {
     "figures": ["figure1", "figure2", "figure3", "figure_e4_diagonalisation", "figure_e8_mobius_A"],
     "figures_reduced": ["figure_e3_mobius", "figure_e6_gradlaw", "figure_e7_conjd", "figure_e11_beta_ladder"],
 }
-ARTEFACTS: dict[str, Callable[[dict, Path], None]] = {name: _lazy(mod, name) for mod, names in _WHERE.items()
-                                                      for name in names}
+ARTEFACTS: dict[str, Callable[[dict, Path], None]] = {
+    name: _lazy(mod, name) for mod, names in _WHERE.items() for name in names
+}

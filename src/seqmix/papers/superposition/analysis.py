@@ -8,6 +8,7 @@ Writes into ``out``: summary.csv; bounds.csv (E10 per-instance rows); mobius_sum
 Settings (``analysis`` block): ``setting`` = the paper's graph and model sizes {n, p, depth, d} (np = n p);
 the Monte-Carlo and optimisation sizes per scale (see config/papers/superposition.yaml).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -34,7 +35,7 @@ def closed_forms(q: Quantities, s: dict) -> None:
     from ...theory import superposition as T
 
     np_, n, p, d = s["np"], s["n"], s["p"], s["d"]
-    ks = [np_ ** c for c in range(s["depth"] + 2)]
+    ks = [np_**c for c in range(s["depth"] + 2)]
     for c in range(s["depth"] + 1):
         k, K = ks[c], ks[c + 1]
         q.add(f"alpha_star_c{c}", T.alpha_star(k, K))
@@ -49,9 +50,9 @@ def closed_forms(q: Quantities, s: dict) -> None:
         q.add(f"curv_paper_k{k}_K{K}", T.curvature_paper(k, K))
     q.add("prop1_ceiling_np2", T.prop1_ceiling(2))
     q.add("prop1_ceiling_np4", T.prop1_ceiling(4))
-    q.add("T1_cascade_2^-1/2", 2 ** -0.5)
-    q.add("T1_e2e_2^-3/2", 2 ** -1.5)
-    for (D, npp) in ((3, 2), (4, 2), (4, 4), (5, 2)):  # Prop. 7 attenuation on a grid of depths and np
+    q.add("T1_cascade_2^-1/2", 2**-0.5)
+    q.add("T1_e2e_2^-3/2", 2**-1.5)
+    for D, npp in ((3, 2), (4, 2), (4, 4), (5, 2)):  # Prop. 7 attenuation on a grid of depths and np
         for c in range(D - 1):
             q.add(f"e2e_factor_D{D}_np{npp:g}_c{c}", T.e2e_attenuation(npp, D, c))
     for k in (1, 2, 4, 8):
@@ -59,9 +60,9 @@ def closed_forms(q: Quantities, s: dict) -> None:
     q.add("gamma_sat_k4", T.gamma_sat(d, 4, n))
     q.add("gamma_sat_k8", T.gamma_sat(d, 8, n))
     q.add(f"hessian_gap_bound_n{n}_d{d}", T.hessian_gap_bound(d, n))
-    q.add(f"diag_advantage_theta_n{n}_p{p:g}", n ** 1.5 / p)
-    q.add("depth_advantage_D3", n * 3 / np_ ** 2)
-    q.add("depth_advantage_D4", n * 4 / np_ ** 3)
+    q.add(f"diag_advantage_theta_n{n}_p{p:g}", n**1.5 / p)
+    q.add("depth_advantage_D3", n * 3 / np_**2)
+    q.add("depth_advantage_D4", n * 4 / np_**3)
     b_one, b_three = T.phase_betas(np_, s["depth"], np_ ** (s["depth"] - 1))
     q.add(f"beta_I_D{s['depth']}_np{np_:g}", b_one)
     q.add(f"beta_III_D{s['depth']}_np{np_:g}", b_three)
@@ -82,8 +83,10 @@ def mobius_algebra(q: Quantities, s: dict) -> None:
         ae = T.mobius_alpha_eff(theta, kt, Kt, relu=False)[0]
         errs.append(float((ae - (Kt - kt) / kt.sqrt()).abs().max()))
     q.add("mobius_A0_alpha_err", max(errs))
-    lz = [abs(T.lemma29_dL_dt(alpha, t, kt, Kt) - T.lemma29_autograd(alpha, t, kt, Kt))
-          for alpha, t in ((3.0, 0.5), (1.2, -0.3), (5.0, 2.0))]
+    lz = [
+        abs(T.lemma29_dL_dt(alpha, t, kt, Kt) - T.lemma29_autograd(alpha, t, kt, Kt))
+        for alpha, t in ((3.0, 0.5), (1.2, -0.3), (5.0, 2.0))
+    ]
     q.add("lemma29_abs_err", max(lz))
 
 

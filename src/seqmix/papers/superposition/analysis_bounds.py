@@ -1,5 +1,6 @@
 """E10 checks of the paper's auxiliary bounds (Lemmas 9, 11, 12, 30, 31, Prop. 3(i)), numeric, no training.
 Summary quantities go to the ``theory`` rows, the per-instance rows to ``out``/bounds.csv."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,7 +19,9 @@ def _lemma12(q: Quantities, spec: dict) -> list[dict]:
     sat = SB.softmax_saturation(setting(spec, "lemma12"))
     for key in ("random_mass_ratio", "random_cross_ratio", "random_restricted_ratio", "adversarial_cross_ratio"):
         q.add(f"lemma12_{key}", sat[key])
-    return [{"check": "lemma12_adversarial", "S": m, "value": r} for m, r in sat["adversarial_cross_ratio_by_S"].items()]
+    return [
+        {"check": "lemma12_adversarial", "S": m, "value": r} for m, r in sat["adversarial_cross_ratio_by_S"].items()
+    ]
 
 
 def _lemma11(q: Quantities, spec: dict, s: dict) -> list[dict]:
@@ -58,8 +61,9 @@ def _flow(q: Quantities, spec: dict, s: dict) -> list[dict]:
     K = s["np"] * k
     errs = [abs(SB.lemma31_kappa(a, k, K) / SB.lemma31_kappa_numeric(a, k, K) - 1) for a in (3.0, 5.0, 8.7)]
     q.add("lemma31_kappa_rel_err", max(errs))
-    flow = SB.mobius_gradient_flow(T.mobius_inits(16, seed=1), np_=s["np"], D=s["depth"],
-                                   steps=setting(spec, "flow_steps"))["runs"]
+    flow = SB.mobius_gradient_flow(
+        T.mobius_inits(16, seed=1), np_=s["np"], D=s["depth"], steps=setting(spec, "flow_steps")
+    )["runs"]
     prem = [r for r in flow if r["premise"]]
     q.add("lemma30_premise_runs", len(prem))
     q.add("lemma30_b1_negative_frac", np.mean([r["b1_negative"] for r in prem]))
@@ -75,10 +79,14 @@ def _lemma9(q: Quantities, spec: dict, s: dict) -> list[dict]:
     from ...theory import superposition_bounds as SB
 
     args = (s["np"], s["depth"], s["d"])
-    hs = [SB.hessian_gap(setting(spec, "hessian_exact_n"), *args, float(g), "exact")
-          for g in setting(spec, "hessian_gammas_exact")]
-    hs += [SB.hessian_gap(setting(spec, "hessian_mc_n"), *args, float(g), "mc", setting(spec, "hessian_mc_graphs"))
-           for g in setting(spec, "hessian_gammas_mc")]
+    hs = [
+        SB.hessian_gap(setting(spec, "hessian_exact_n"), *args, float(g), "exact")
+        for g in setting(spec, "hessian_gammas_exact")
+    ]
+    hs += [
+        SB.hessian_gap(setting(spec, "hessian_mc_n"), *args, float(g), "mc", setting(spec, "hessian_mc_graphs"))
+        for g in setting(spec, "hessian_gammas_mc")
+    ]
     for h in hs:
         # the exact population is at n = hessian_exact_n; the Monte-Carlo n differs per scale (see bounds.csv)
         tag = f"n{h['n']}_exact_g{h['gamma']:g}" if h["graphs"] == "exact" else f"mc_g{h['gamma']:g}"

@@ -1,6 +1,7 @@
 """Reduced models of the superposition paper (no training of the full model): the Möbius scalar model (E3),
 the e2e gradient-decay law (E6), Conjecture D (E7), the App. H.1 diagonal advantage and the E11 selectivity
 ladder. Each adds its summary quantities to the ``theory`` rows and writes its data file into ``out``."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,17 +28,31 @@ def mobius(q: Quantities, spec: dict, s: dict, out: Path) -> None:
     labels = ["spec-init"] + [f"generic-{i}" for i in range(GENERIC_INITS)]
     summ, trace = [], []
     for form, relu in (("relu", True), ("linear", False)):
-        res = T.train_mobius(inits, np_=s["np"], D=s["depth"], steps=setting(spec, "mobius_steps"), relu=relu,
-                             log_every=100)
+        res = T.train_mobius(
+            inits, np_=s["np"], D=s["depth"], steps=setting(spec, "mobius_steps"), relu=relu, log_every=100
+        )
         A, B = T.mobius_AB(res["theta"])
         rows = []
         for i, lab in enumerate(labels):
             th = res["theta"][i]
-            rows.append({"form": form, "init": lab, "alpha0": float(inits[i, 0]), "a0": float(inits[i, 1]),
-                         "b0": float(inits[i, 2]), "eta0": float(inits[i, 3]), "alpha": float(th[0]),
-                         "a": float(th[1]), "b1": float(th[2]), "eta": float(th[3]), "A": float(A[i]),
-                         "absA": abs(float(A[i])), "B": float(B[i]),
-                         "loss": float(T.mobius_loss(th[None], res["k"], res["K"], relu)[0])})
+            rows.append(
+                {
+                    "form": form,
+                    "init": lab,
+                    "alpha0": float(inits[i, 0]),
+                    "a0": float(inits[i, 1]),
+                    "b0": float(inits[i, 2]),
+                    "eta0": float(inits[i, 3]),
+                    "alpha": float(th[0]),
+                    "a": float(th[1]),
+                    "b1": float(th[2]),
+                    "eta": float(th[3]),
+                    "A": float(A[i]),
+                    "absA": abs(float(A[i])),
+                    "B": float(B[i]),
+                    "loss": float(T.mobius_loss(th[None], res["k"], res["K"], relu)[0]),
+                }
+            )
         trace += [{"form": form, "init": labels[r["run"]], **r} for r in res["trace"]]
         for key in ("a", "b1", "eta", "alpha", "absA"):
             q.add(f"mobius_{form}_spec_init_{key}", rows[0][key])
@@ -60,7 +75,7 @@ def gradient_law(q: Quantities, spec: dict, out: Path) -> None:
     rows = []
     for npp in setting(spec, "gl_np"):
         for L in setting(spec, "gl_depths"):
-            if npp ** L > n ** 0.8:
+            if npp**L > n**0.8:
                 continue
             for point in ("uniform", "ideal"):
                 rows += T.gradient_law(n, float(npp), L, batch, point=point)

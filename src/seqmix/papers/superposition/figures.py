@@ -2,6 +2,7 @@
 (Möbius A_c during training). One artefact per figure; each writes <name>.png, .pdf and the .csv it is drawn
 from into ``out``. Curves are the mean ± std over seeds of the per-evaluation diagnostics in each leaf's
 history.json."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -40,13 +41,17 @@ def figure2(spec: dict, out: Path) -> None:
             if df.empty:
                 continue
             g = band(ax, df, f"r_z{c}", MODE_COLOR[m], MODE_LABEL[m])
-            rows += [{"slot": c, "mode": m, "step": r["step"], "r_mean": r["mean"], "r_std": r["std"]} for r in _curves(g)]
+            rows += [
+                {"slot": c, "mode": m, "step": r["step"], "r_mean": r["mean"], "r_std": r["std"]} for r in _curves(g)
+            ]
         ax.set_title(f"c = {c}", fontsize=9)
         ax.set_xlabel("step")
     axes[0].set_ylabel("r(c) = cos_obs / cos_theory (Lemma 18 at trained α_eff)")
     axes[0].legend(fontsize=6)
-    fig.suptitle(f"Figure 2: cascade attractor trajectory (scale {spec['scale']}; band r ≥ 1 − 1/(2k_{L - 1}) = "
-                 f"{lower:.3f})", fontsize=9)
+    fig.suptitle(
+        f"Figure 2: cascade attractor trajectory (scale {spec['scale']}; band r ≥ 1 − 1/(2k_{L - 1}) = {lower:.3f})",
+        fontsize=9,
+    )
     save_figure(fig, Path(out) / "figure2", rows)
 
 
@@ -70,8 +75,10 @@ def figure3(spec: dict, out: Path) -> None:
         a.bar(xs, cos, w, yerr=err, color=MODE_COLOR[m], label=MODE_LABEL[m])
         a.scatter(xs, bnd, marker="_", color="k", s=80, zorder=3)
         b.bar(xs, r, w, color=MODE_COLOR[m])
-        rows += [{"mode": m, "slot": c, "cos_mean": cos[c - 1], "cos_std": err[c - 1], "bound": bnd[c - 1], "r": r[c - 1]}
-                 for c in slots]
+        rows += [
+            {"mode": m, "slot": c, "cos_mean": cos[c - 1], "cos_std": err[c - 1], "bound": bnd[c - 1], "r": r[c - 1]}
+            for c in slots
+        ]
     for ax in (a, b):
         ax.set_xticks(list(slots))
         ax.set_xlabel("slot c")
@@ -96,8 +103,10 @@ def figure1(spec: dict, out: Path) -> None:
         g1 = band(axes[0], sup, f"qk_offmanifold_l{c}", col, f"layer {c}: ||M_⊥||/||M|| (E1 sup)")
         g2 = band(axes[1], sup.assign(**{f"absA_l{c}": sup[f"A_l{c}"].abs()}), f"absA_l{c}", col, f"layer {c}")
         g3 = band(axes[2], sup, f"cos_z{c + 1}", col, f"z_{c + 1}")
-        rows += [{"step": int(s), "layer": c, "qk_offmanifold": x, "absA": y, "cos": zz}
-                 for s, x, y, zz in zip(g1["step"], g1["mean"], g2["mean"], g3["mean"])]
+        rows += [
+            {"step": int(s), "layer": c, "qk_offmanifold": x, "absA": y, "cos": zz}
+            for s, x, y, zz in zip(g1["step"], g1["mean"], g2["mean"], g3["mean"])
+        ]
     d4 = h4[h4.variant == "default"] if len(h4) else h4
     if not d4.empty:
         band(axes[0], d4, "qk_offmanifold_l0", "tab:gray", "E4 default run, layer 0", ls="--")
@@ -123,7 +132,9 @@ def figure_e8_mobius_A(spec: dict, out: Path) -> None:
             if df.empty:
                 continue
             g = band(axes[c], df, f"A_l{c}", MODE_COLOR[m], MODE_LABEL[m])
-            rows += [{"layer": c, "mode": m, "step": r["step"], "A_mean": r["mean"], "A_std": r["std"]} for r in _curves(g)]
+            rows += [
+                {"layer": c, "mode": m, "step": r["step"], "A_mean": r["mean"], "A_std": r["std"]} for r in _curves(g)
+            ]
         axes[c].axhline(0, color="k", lw=0.8, ls=":")
         axes[c].set_title(f"layer {c}", fontsize=9)
         axes[c].set_xlabel("step")
@@ -153,5 +164,7 @@ def figure_e4_diagonalisation(spec: dict, out: Path) -> None:
         ax.set_title(t, fontsize=8)
         ax.set_xlabel("step")
         ax.legend(fontsize=6)
-    fig.suptitle(f"E4: S_n diagonalisation of U^T W_QK U (L = {t4['L']}, L_sup; dotted: n − 1 = {n - 1}, −1/n)", fontsize=9)
+    fig.suptitle(
+        f"E4: S_n diagonalisation of U^T W_QK U (L = {t4['L']}, L_sup; dotted: n − 1 = {n - 1}, −1/n)", fontsize=9
+    )
     save_figure(fig, Path(out) / "figure_e4_diagonalisation", rows)

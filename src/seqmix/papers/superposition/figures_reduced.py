@@ -1,6 +1,7 @@
 """Figures of the superposition paper's reduced models (no training of the full model), drawn from the
 ``theory`` artefact's data files: E3 (|A| in the Möbius scalar model), E6 (gradient law), E7 (Conjecture D)
 and the E11 selectivity ladder. One artefact per figure; each writes <name>.png, .pdf and .csv into ``out``."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,8 +21,13 @@ def figure_e3_mobius(spec: dict, out: Path) -> None:
     for ax, form in zip(axes, ("relu", "linear")):
         for init, g in tr[tr.form == form].groupby("init"):
             spec_init = init == "spec-init"
-            ax.semilogy(g["step"], g["A"].abs().clip(lower=1e-17), color="tab:red" if spec_init else "tab:gray",
-                        lw=1.6 if spec_init else 0.8, label="spec-suggested init (labelled)" if spec_init else None)
+            ax.semilogy(
+                g["step"],
+                g["A"].abs().clip(lower=1e-17),
+                color="tab:red" if spec_init else "tab:gray",
+                lw=1.6 if spec_init else 0.8,
+                label="spec-suggested init (labelled)" if spec_init else None,
+            )
         ax.axhline(1e-14, color="k", ls=":", lw=0.8)
         ax.set_title(f"reduced Möbius model, {form} channels", fontsize=9)
         ax.set_xlabel("Adam step")

@@ -4,6 +4,7 @@ A spec holds ``paper, scale, name, paper_dir, inputs, resolved, analysis, report
 settings come from ``analysis`` at the spec's scale, measured numbers from the files listed under ``inputs``,
 the paper's numbers from the claims' ``reported`` values. No function here builds a results path.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,10 +19,20 @@ CONFIG = "config/papers/superposition.yaml"
 
 # E1's supervision modes in the order the tables and figures show them, with their labels and colours
 MODES = ["sup", "node", "e2e_cos", "e2e_ce", "composite_sup"]
-MODE_LABEL = {"sup": "L_sup", "node": "L_node", "e2e_cos": "L_e2e (cosine, §3)", "e2e_ce": "L_e2e (lex-min CE, Lemma 49)",
-              "composite_sup": "App. N composite (CE + sup)"}
-MODE_COLOR = {"sup": "tab:blue", "node": "tab:orange", "e2e_cos": "tab:green", "e2e_ce": "tab:red",
-              "composite_sup": "tab:purple"}
+MODE_LABEL = {
+    "sup": "L_sup",
+    "node": "L_node",
+    "e2e_cos": "L_e2e (cosine, §3)",
+    "e2e_ce": "L_e2e (lex-min CE, Lemma 49)",
+    "composite_sup": "App. N composite (CE + sup)",
+}
+MODE_COLOR = {
+    "sup": "tab:blue",
+    "node": "tab:orange",
+    "e2e_cos": "tab:green",
+    "e2e_ce": "tab:red",
+    "composite_sup": "tab:purple",
+}
 
 
 class SpecError(KeyError):
@@ -40,8 +51,10 @@ def setting(spec: dict, key: str) -> Any:
     value holds at every scale."""
     analysis = spec.get("analysis") or {}
     if key not in analysis:
-        raise SpecError(f"{_where(spec)}: analysis.{key} is not in its spec; declare it under "
-                        f"artefacts.{spec.get('name')}.analysis in {CONFIG}")
+        raise SpecError(
+            f"{_where(spec)}: analysis.{key} is not in its spec; declare it under "
+            f"artefacts.{spec.get('name')}.analysis in {CONFIG}"
+        )
     value = analysis[key]
     if isinstance(value, dict) and value and set(value) <= set(SCALES):
         if spec["scale"] not in value:
@@ -62,7 +75,9 @@ def artefact_file(spec: dict, artefact: str, filename: str) -> Path:
     """The output ``filename`` of another artefact, from ``inputs.artefacts.<artefact>``."""
     paths = ((spec.get("inputs") or {}).get("artefacts") or {}).get(artefact)
     if paths is None:
-        raise SpecError(f"{_where(spec)}: inputs.artefacts.{artefact} is missing; declare reads.artefacts: [{artefact}]")
+        raise SpecError(
+            f"{_where(spec)}: inputs.artefacts.{artefact} is missing; declare reads.artefacts: [{artefact}]"
+        )
     for p in paths:
         if Path(p).name == filename:
             return Path(p)
@@ -74,7 +89,9 @@ def histories(spec: dict, exp: str) -> pd.DataFrame:
     ``variant`` and ``seed`` columns; empty when no leaf logged any."""
     leaves = (spec.get("inputs") or {}).get("leaves") or {}
     if exp not in leaves:
-        raise SpecError(f"{_where(spec)}: inputs.leaves.{exp} is missing; declare reads.leaves: {{{exp}: history.json}}")
+        raise SpecError(
+            f"{_where(spec)}: inputs.leaves.{exp} is missing; declare reads.leaves: {{{exp}: history.json}}"
+        )
     frames = []
     for leaf in leaves[exp]:
         h = read_json(Path(leaf["out_dir"]) / "history.json").get("diagnostics")
@@ -91,15 +108,19 @@ def task(spec: dict, exp: str, variant: str) -> dict:
     try:
         return spec["resolved"][exp][variant]["task"]
     except KeyError:
-        raise SpecError(f"{_where(spec)}: resolved.{exp}.{variant}.task is missing; declare reads.summaries: [{exp}]") from None
+        raise SpecError(
+            f"{_where(spec)}: resolved.{exp}.{variant}.task is missing; declare reads.summaries: [{exp}]"
+        ) from None
 
 
 def reported(spec: dict, claim_id: str) -> Any:
     """The claim's ``reported`` value (the paper's number or statement)."""
     values = spec.get("reported") or {}
     if claim_id not in values:
-        raise SpecError(f"{_where(spec)}: reported.{claim_id} is missing; list {claim_id} under "
-                        f"artefacts.{spec.get('name')}.claims in {CONFIG}")
+        raise SpecError(
+            f"{_where(spec)}: reported.{claim_id} is missing; list {claim_id} under "
+            f"artefacts.{spec.get('name')}.claims in {CONFIG}"
+        )
     return values[claim_id]
 
 

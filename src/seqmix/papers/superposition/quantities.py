@@ -1,4 +1,5 @@
 """Ordered long ``quantity,value`` rows: the form of every number the superposition analyses produce."""
+
 from __future__ import annotations
 
 
