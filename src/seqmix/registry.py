@@ -23,6 +23,7 @@ _MODULES = (
     "seqmix.tasks.reachability",
     "seqmix.mixers.softmax_attention",
     "seqmix.mixers.ssm",
+    "seqmix.mixers.mamba",
     "seqmix.mixers.sessa",
     "seqmix.mixers.bidirectional",
     "seqmix.models.lm",

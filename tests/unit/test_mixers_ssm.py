@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from seqmix.mixers.base import build_mixer
-from seqmix.mixers.ssm import B2S6, S4D, S6, Mamba2, MambaBlock
+from seqmix.mixers.mamba import Mamba2, MambaBlock
+from seqmix.mixers.ssm import B2S6, S4D, S6
 from seqmix.training.optim import param_groups
 from theory.oracles import rel_err, selective_scan_loop
 
