@@ -144,7 +144,7 @@ def test_wrap_is_the_model_itself_when_alone():
 
 
 def test_shard_slices_structured_batches():
-    from seqmix.tasks.reachability import GraphBatch
+    from seqmix.graphs import GraphBatch
 
     b = GraphBatch(torch.arange(8).reshape(4, 2), torch.arange(4), torch.zeros(4, 3), torch.arange(4))
     parts = [distributed.shard(((b.adj, b.root), b), r, 2) for r in range(2)]

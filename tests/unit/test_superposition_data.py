@@ -100,3 +100,13 @@ def test_eval_set_is_shared_cached_and_rebuilt_when_corrupt(tmp_path, monkeypatc
     t1 = Reachability(n=50, p=0.04, L=3, loss="sup", eval_size=32)
     t2 = Reachability(n=50, p=0.04, L=3, loss="node", eval_size=32)
     assert torch.equal(t1.test_set().adj, t2.test_set().adj)
+
+
+def test_loss_option_names_match_the_losses():
+    """The `loss` option's Literal (what the config schema allows) names exactly the implemented losses."""
+    import typing
+
+    from seqmix.tasks.reachability import Loss
+    from seqmix.tasks.reachability_losses import LOSSES
+
+    assert typing.get_args(Loss) == LOSSES

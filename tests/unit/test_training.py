@@ -23,8 +23,8 @@ import torch
 
 from seqmix.config import Leaf, cell_run_config, expand_leaves, load_yaml
 from seqmix.io import config_hash, read_json, write_json
+from seqmix.rng import counter_generator
 from seqmix.stages import train_cell
-from seqmix.tasks.base import counter_generator
 from seqmix.tasks.rotation_teacher import RotationTeacher
 from seqmix.training import loop
 from seqmix.training.loop import NonFiniteError, build, train

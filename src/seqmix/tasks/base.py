@@ -1,10 +1,8 @@
-"""What every task provides. Batches come from ``seqmix.rng.counter_generator`` (re-exported here)."""
+"""What every task provides. Batches come from ``seqmix.rng.counter_generator``."""
 
 from __future__ import annotations
 
 import torch
-
-from ..rng import counter_generator  # noqa: F401  (re-exported: tasks and tests import it from here)
 
 
 class Task:

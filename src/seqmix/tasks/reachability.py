@@ -13,8 +13,7 @@ function of (n, p, L, eval_seed, eval_size), shared by every run with the same g
 (in memory, and on disk under ``$SEQMIX_DATA_CACHE`` when set, verified by a content hash).
 
 The loss mode is a task setting (``loss``, see ``reachability_losses``). Graph sampling and reachable sets
-live in ``seqmix.graphs`` (pure torch, shared with the theory); the metrics in ``reachability_metrics``. The
-names this module used to define are re-exported, so ``seqmix.tasks.reachability`` keeps its public API.
+live in ``seqmix.graphs`` (pure torch, shared with the theory); the metrics in ``reachability_metrics``.
 """
 
 from __future__ import annotations
