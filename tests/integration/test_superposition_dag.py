@@ -45,11 +45,12 @@ def test_outputs_exist(sdag):
         "claims.md",
         "claims.csv",
         "theory/summary.csv",
-        "mobius/summary.csv",
-        "gradlaw/summary.csv",
-        "conjd/summary.csv",
+        "theory/mobius_summary.csv",
+        "theory/mobius_trace.csv",
+        "theory/gradlaw.csv",
+        "theory/conjd.csv",
         "theory/bounds.csv",
-        "ladder/summary.csv",
+        "theory/ladder.csv",
     ]
     rels += [f"tables/table{i}.{ext}" for i in ("1", "2", "3", "_e11") for ext in ("md", "tex", "csv")]
     rels += [f"figures/{f}.{ext}" for f in FIGURES for ext in ("png", "pdf", "csv")]

@@ -10,7 +10,7 @@ import math
 import pandas as pd
 import pytest
 
-from seqmix.config import load_yaml
+from seqmix.config import load_paper, load_yaml
 from seqmix.papers.superposition import ARTEFACTS
 from seqmix.papers.superposition.inputs import MODES, SpecError
 
@@ -21,7 +21,7 @@ STEPS = [0, 50, 100]
 
 @pytest.fixture(scope="module")
 def paper(root) -> dict:
-    return load_yaml(root / "config" / "papers" / "superposition.yaml")
+    return load_paper(root / "config" / "papers" / "superposition.yaml", "tiny")  # claim families expanded
 
 
 @pytest.fixture(scope="module")
