@@ -51,7 +51,7 @@ def cmd_collect(args):
     from .io import read_json
     from .report.tables import write_csv
 
-    _setup(args.threads)
+    _setup(args.threads, torch_now=False)
     rows = []
     for path in args.inputs:
         cell = read_json(path)
@@ -66,7 +66,7 @@ def cmd_artefact(args):
     from .io import read_json
     from .papers import artefact_function
 
-    _setup(args.threads)
+    _setup(args.threads, torch_now=False)
     spec = read_json(args.run)
     try:
         fn = artefact_function(spec["paper"], spec["name"])
@@ -81,7 +81,7 @@ def cmd_claims(args):
     from . import claims
     from .io import read_json
 
-    _setup(args.threads)
+    _setup(args.threads, torch_now=False)
     spec = read_json(args.run)
     results = claims.evaluate_claims(spec["claims"], Path(spec["paper_dir"]), spec["scale"])
     claims.write_claims(results, Path(args.out_md), Path(args.out_csv), spec["paper"], spec["scale"])
@@ -116,7 +116,7 @@ def cmd_mlflow_init(args):
     from . import tracking
     from .io import write_json
 
-    _setup(1)
+    _setup(1, torch_now=False)
     uri = tracking.resolve_uri(args.uri)
     if uri == "none":
         ids = {}
@@ -129,7 +129,7 @@ def cmd_mlflow_sync(args):
     from . import tracking
     from .io import write_json
 
-    _setup(1)
+    _setup(1, torch_now=False)
     uri = tracking.resolve_uri(args.uri)
     buffers = sorted(Path(args.results).rglob("tracking*.jsonl"))
     counts = tracking.ingest(buffers, uri, args.results)

@@ -30,17 +30,21 @@ def startup_s() -> float | None:
     return _STARTUP
 
 
-def setup(threads: int) -> None:
-    """Logging to stderr, torch's thread count, and the start-up time stamp."""
+def setup(threads: int, torch_now: bool = True) -> None:
+    """Logging to stderr, torch's thread count, and the start-up time stamp.
+
+    ``torch_now=False`` (tables, figures, claims, MLflow commands) leaves torch unimported: OMP_NUM_THREADS
+    still caps the threads of a later import, and a job that needs no torch saves its ~2 s import."""
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr, force=True
     )
     for noisy in ("alembic", "mlflow", "urllib3", "matplotlib", "PIL"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    import torch
-
-    torch.set_num_threads(threads)
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+    if torch_now:
+        import torch
+
+        torch.set_num_threads(threads)
     global _STARTUP
     _STARTUP = process_age_s()
 

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
-from scipy import stats as _scipy_stats
 
 MISSING = "—"
 
@@ -51,7 +50,9 @@ def linear_fit(x: Sequence[float], y: Sequence[float]) -> Fit:
         raise ValueError(f"x and y differ in length: {x.size} vs {y.size}")
     if x.size < 2 or np.ptp(x) == 0:
         raise ValueError(f"a line needs at least two distinct x values, got {np.unique(x).tolist()}")
-    r = _scipy_stats.linregress(x, y)
+    from scipy import stats  # here: importing scipy.stats costs ~1.5 s, and most table jobs fit nothing
+
+    r = stats.linregress(x, y)
     return Fit(float(r.slope), float(r.intercept), float(r.rvalue**2))
 
 
