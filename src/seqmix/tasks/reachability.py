@@ -32,13 +32,10 @@ from ..options import NonNegInt, Opt, PosInt
 from ..registry import register_task
 from ..rng import counter_generator
 from .base import Task
-from .reachability_losses import LOSSES, cosine, ideal_targets, slot_losses, supervision_loss
+from .reachability_losses import LOSSES, Loss, cosine, ideal_targets, slot_losses, supervision_loss
 from .reachability_metrics import cascade_diagnostics
 
 log = logging.getLogger("seqmix.reachability")
-
-# the losses a config may name (the same names as reachability_losses.LOSSES; a unit test pins them)
-Loss = Literal["sup", "node", "e2e_cos", "e2e_ce", "composite_sup", "composite_node"]
 
 
 def fixed_embedding(n: int, d: int, seed: int, kind: str = "orthonormal_fixed", dtype=torch.float32) -> torch.Tensor:

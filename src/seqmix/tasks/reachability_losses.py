@@ -7,11 +7,16 @@ last slot plus sup / node on the earlier slots). Slots z: (B, S, d); sets V: (B,
 
 from __future__ import annotations
 
+import typing
+from typing import Literal
+
 import torch
 
 from ..graphs import GraphBatch
 
-LOSSES = ("sup", "node", "e2e_cos", "e2e_ce", "composite_sup", "composite_node")
+# the loss modes, once: the Literal types the task's `loss` option (its config schema), LOSSES the checks
+Loss = Literal["sup", "node", "e2e_cos", "e2e_ce", "composite_sup", "composite_node"]
+LOSSES = typing.get_args(Loss)
 
 
 def ideal_targets(V: torch.Tensor, U: torch.Tensor) -> torch.Tensor:
