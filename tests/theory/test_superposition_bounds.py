@@ -9,6 +9,7 @@ import torch
 
 from seqmix.theory import superposition as T
 from seqmix.theory import superposition_bounds as SB
+from seqmix.theory import superposition_wemb as W
 
 F64 = torch.float64
 
@@ -69,7 +70,7 @@ def test_gradient_flow_drives_t_to_zero():
 
 
 def test_all_graphs_is_the_gnp_distribution():
-    adj, w = SB._all_graphs(3, 0.3)
+    adj, w = W._all_graphs(3, 0.3)
     assert adj.shape == (64, 3, 3) and math.isclose(float(w.sum()), 1.0, rel_tol=1e-12)
     assert float((adj.sum((-1, -2)) * w).sum()) == pytest_approx(6 * 0.3)
     assert not adj.diagonal(dim1=1, dim2=2).any()
@@ -84,19 +85,19 @@ def pytest_approx(x):
 def test_perp_basis_is_orthonormal_and_orthogonal_to_I_J_and_shifts():
     n = 5
     for gauge, dim in ((False, n * n - 2), (True, n * n - n - 1)):
-        Q = SB._perp_basis(n, gauge)
+        Q = W._perp_basis(n, gauge)
         assert Q.shape == (n * n, dim)
         assert torch.allclose(Q.T @ Q, torch.eye(dim, dtype=F64), atol=1e-12)
         assert (Q.T @ torch.eye(n, dtype=F64).reshape(-1)).abs().max() < 1e-12
         assert (Q.T @ torch.ones(n * n, dtype=F64)).abs().max() < 1e-12
     shift = torch.outer(torch.arange(n, dtype=F64) - 2, torch.ones(n, dtype=F64)).reshape(-1)
-    assert (SB._perp_basis(n, True).T @ shift).abs().max() < 1e-12
+    assert (W._perp_basis(n, True).T @ shift).abs().max() < 1e-12
 
 
 def test_hessian_row_shifts_are_flat_and_gauge_free_part_is_a_restriction():
     """u 1^T shifts every logit of a row by the same amount: the loss cannot see it, so the Hessian on M_inv^⊥
     has a zero (or lower) eigenvalue at any W*; the gauge-free λ_min, a restriction, is >= the full one."""
-    h = SB.hessian_gap(3, 2.0, 2, 16, 8.0, "exact")
+    h = W.hessian_gap(3, 2.0, 2, 16, 8.0, "exact")
     assert abs(h["lambda_min"]) < 1e-12 or h["lambda_min"] < 0
     assert h["lambda_min_gauge_free"] >= h["lambda_min"] - 1e-15
     assert math.isclose(h["bound"], 1 / (8 * 16 * 27))

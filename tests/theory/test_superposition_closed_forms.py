@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from seqmix.theory import superposition as T
+from seqmix.theory import superposition_wemb as W
 
 
 @pytest.mark.parametrize("c", [0, 1, 2, 3])
@@ -84,11 +85,11 @@ def test_gradient_law_at_uniform_attention():
 
 def test_softmax_shift_invariance_fixes_the_signed_ratio():
     """The gradient w.r.t. W^emb has rows summing to 0, so its signed diag/off ratio is n - 1 exactly."""
-    d = T.diagonal_advantage(n=20, np_=2.0, L=3, d=32, batches=2, batch=64)
+    d = W.diagonal_advantage(n=20, np_=2.0, L=3, d=32, batches=2, batch=64)
     assert d["row_sum_rel"] < 1e-10
     assert d["signed_ratio"] == pytest.approx(19.0, rel=1e-6)
 
 
 def test_conjecture_d_rows():
-    rows = T.conjecture_d(3, n=20, d=32, batch=16)
+    rows = W.conjecture_d(3, n=20, d=32, batch=16)
     assert len(rows) == 9 and all(r["R"] > 0 and r["R_IJ"] > 0 for r in rows)

@@ -2,7 +2,7 @@
 
 The closed forms (k_c = (np)^c, m_f^(c) = k_{c+1} - k_c, tree regime) live in ``superposition_closed_forms`` and
 are re-exported here. Every function is plain torch / math; the reduced experiments (E3 Möbius, E6 gradient
-law, E7 Conjecture D, App. H.1 diagonal advantage) run in float64.
+law) run in float64; the W^emb model (E7 Conjecture D, App. H.1, Lemma 9) is in ``superposition_wemb``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import math
 
 import torch
 
-from ..graphs import sample_graphs, source_softmax
 from ..rng import counter_generator
 
 # the closed forms are part of this module's API (callers use superposition.cos_step etc.)
@@ -249,115 +248,3 @@ def ladder_thresholds(rows: list[dict], delta: float = 0.1) -> dict[int, float]:
         ok = [r["beta"] for r in rows if r["c"] == c and r["S"] >= 1 - delta]
         out[c] = min(ok) if ok else float("inf")
     return out
-
-
-# ----------------------------------------------------------------------------- W^emb gradients (E7, App. H.1)
-
-
-def wemb_forward(W: torch.Tensor, adj: torch.Tensor, root: torch.Tensor, alphas, d: int) -> list[torch.Tensor]:
-    """Reduced model with a full logit matrix per layer: logit_s = z^T W_c e_s / sqrt(d) (U = I_n), OV = α_c I,
-    residual + L2 norm. W (L, n, n); adj (B, n, n)."""
-    B, n, _ = adj.shape
-    outdeg = adj.sum(-1)
-    z = torch.zeros(B, n, dtype=F64)
-    z[torch.arange(B), root] = 1
-    zs = [z]
-    for c, alpha in enumerate(alphas):
-        P = source_softmax((z @ W[c]) / math.sqrt(d), outdeg)
-        y = torch.bmm((P / outdeg.clamp(min=1)).unsqueeze(1), adj).squeeze(1)
-        a = z + alpha * y
-        z = a / a.norm(dim=-1, keepdim=True)
-        zs.append(z)
-    return zs
-
-
-def wemb_grad(W: torch.Tensor, adj, root, V, alphas, d: int) -> torch.Tensor:
-    """∇_W L_sup (L_sup = Σ_{c>=1} mean(1 - cos(z_c, z_c*))), (L, n, n)."""
-    W = W.clone().requires_grad_(True)
-    zs = wemb_forward(W, adj, root, alphas, d)
-    zstar = V.to(F64) / V.sum(-1, keepdim=True).to(F64).sqrt()
-    loss = sum((1 - (zs[c] * zstar[:, c]).sum(-1)).mean() for c in range(1, len(zs)))
-    (g,) = torch.autograd.grad(loss, W)
-    return g
-
-
-def diag_off_split(G: torch.Tensor, basis: str = "I") -> tuple[float, float]:
-    """(||G_off||_F, ||G_diag||_F): G_diag = projection on span{I} (or span{I, J}), G_off the remainder."""
-    n = G.shape[-1]
-    eye = torch.eye(n, dtype=G.dtype)
-    if basis == "I":
-        proj = torch.diagonal(G).mean() * eye
-    else:
-        off = ~torch.eye(n, dtype=torch.bool)
-        mu = G[off].mean()
-        gam = torch.diagonal(G).mean() - mu
-        proj = gam * eye + mu * torch.ones_like(G)
-    return float((G - proj).norm()), float(proj.norm())
-
-
-def conjecture_d(
-    points: int,
-    n: int = 50,
-    np_: float = 2.0,
-    L: int = 3,
-    d: int = 64,
-    batch: int = 64,
-    perturb: float = 0.01,
-    seed: int = 0,
-) -> list[dict]:
-    """App. H.5: R(γ) = ||(∇L)_off||_F / ||(∇L)_diag||_F at W^emb = γ(I - J/n) (+ a small relative perturbation),
-    γ log-uniform in [1e-2, γ_sat]; one fresh batch of graphs per point; per layer and all layers together."""
-    k = [sum(np_**j for j in range(c + 1)) for c in range(L + 1)]
-    alphas = [(k[c + 1] - k[c]) / math.sqrt(k[c]) for c in range(L)]
-    gsat = gamma_sat(d, np_ ** (L - 1), n)
-    g = counter_generator("superposition/conjD", n, np_, L, seed)
-    eye = torch.eye(n, dtype=F64)
-    J = torch.ones(n, n, dtype=F64)
-    rows = []
-    for i in range(points):
-        gam = math.exp(
-            math.log(1e-2) + (math.log(gsat) - math.log(1e-2)) * float(torch.rand(1, generator=g, dtype=F64))
-        )
-        W = gam * (eye - J / n).expand(L, n, n).clone()
-        W = W + perturb * gam * torch.randn(L, n, n, generator=g, dtype=F64) / math.sqrt(n)
-        b = sample_graphs(g, batch, n, np_ / n, L)
-        G = wemb_grad(W, b.adj.to(F64), b.root, b.V, alphas, d)
-        for c in range(L):
-            off, dg = diag_off_split(G[c], "I")
-            off2, dg2 = diag_off_split(G[c], "IJ")
-            rows.append(
-                {
-                    "point": i,
-                    "gamma": gam,
-                    "layer": c,
-                    "R": off / max(dg, 1e-300),
-                    "R_IJ": off2 / max(dg2, 1e-300),
-                    "grad_norm": float(G[c].norm()),
-                }
-            )
-    return rows
-
-
-def diagonal_advantage(
-    n: int = 50, np_: float = 2.0, L: int = 3, d: int = 64, batches: int = 20, batch: int = 256, seed: int = 0
-) -> dict:
-    """App. H.1: Monte-Carlo population gradient of L_sup w.r.t. W^emb at W = 0 (all layers), summed over
-    layers; signed ratio |mean diag| / |mean off-diag|, entrywise |.| ratio, and the I / J coefficients."""
-    k = [sum(np_**j for j in range(c + 1)) for c in range(L + 1)]
-    alphas = [(k[c + 1] - k[c]) / math.sqrt(k[c]) for c in range(L)]
-    g = counter_generator("superposition/diag-adv", n, np_, L, seed)
-    G = torch.zeros(L, n, n, dtype=F64)
-    for _ in range(batches):
-        b = sample_graphs(g, batch, n, np_ / n, L)
-        G += wemb_grad(torch.zeros(L, n, n, dtype=F64), b.adj.to(F64), b.root, b.V, alphas, d) / batches
-    Gs = G.sum(0)
-    off = ~torch.eye(n, dtype=torch.bool)
-    md, mo = float(torch.diagonal(Gs).mean()), float(Gs[off].mean())
-    row_sum = float(Gs.sum(-1).abs().max() / Gs.abs().max())
-    return {
-        "signed_ratio": abs(md) / abs(mo),
-        "abs_ratio": float(torch.diagonal(Gs).abs().mean() / Gs[off].abs().mean()),
-        "I_coef": md - mo,
-        "J_coef": mo,
-        "row_sum_rel": row_sum,
-    }

@@ -8,23 +8,20 @@ config/papers/superposition.yaml say what the paper states and the verdict says 
 - ``prop3_expansion`` / ``prop3_floor``: Prop. 3(i), the Step-3 expansion coefficient and the quadratic floor;
 - ``lemma31_kappa`` / ``mobius_gradient_flow``: Lemma 31's κ, the exponential decay of t = A/B and
   Lemma 30's invariants along a gradient flow of the Möbius loss;
-- ``hessian_gap``: Lemma 9, the smallest eigenvalue of the population Hessian of L_sup w.r.t. W^emb at
-  W* = γ I restricted to M_inv^⊥ (the complement of span{I, J} in every layer), against 1/(8 d n³); also
-  without the n - 1 row-shift directions u 1^T per layer, which no softmax sees (so they are exactly flat).
+- Lemma 9's Hessian gap lives with the W^emb model in ``superposition_wemb``.
 
 All float64.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import torch
 
-from ..graphs import reachable_sets, sample_graphs
+from ..graphs import sample_graphs
 from ..rng import counter_generator
-from .superposition import F64, mobius_AB, mobius_loss, wemb_forward
+from .superposition import F64, mobius_AB, mobius_loss
 
 # ----------------------------------------------------------------------------- Lemma 12
 
@@ -256,92 +253,3 @@ def mobius_gradient_flow(
             }
         )
     return {"runs": rows}
-
-
-# ----------------------------------------------------------------------------- Lemma 9
-
-
-def _all_graphs(n: int, p: float):
-    """Every directed graph on n nodes without self-loops with its G(n, p) probability: (adj (G, n, n), w (G,))."""
-    pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
-    bits = torch.tensor(list(itertools.product((0.0, 1.0), repeat=len(pairs))), dtype=F64)  # (G, n(n-1))
-    adj = torch.zeros(bits.shape[0], n, n, dtype=F64)
-    idx = torch.tensor(pairs)
-    adj[:, idx[:, 0], idx[:, 1]] = bits
-    e = bits.sum(-1)
-    w = p**e * (1 - p) ** (len(pairs) - e)
-    return adj, w
-
-
-def _perp_basis(n: int, gauge: bool = False) -> torch.Tensor:
-    """Orthonormal basis (n², n² - 2) of the complement of span{I, J} in R^{n x n} (flattened); with ``gauge``
-    also without the row-constant directions u 1^T (logit shifts that leave every softmax unchanged), (n², n²
-    - n - 1)."""
-    cols = [torch.eye(n, dtype=F64).reshape(-1), torch.ones(n, n, dtype=F64).reshape(-1)]
-    if gauge:
-        cols += [torch.outer(torch.eye(n, dtype=F64)[i], torch.ones(n, dtype=F64)).reshape(-1) for i in range(n)]
-    M = torch.stack(cols, 1)
-    rank = int(torch.linalg.matrix_rank(M))
-    Q, _ = torch.linalg.qr(torch.cat([M, torch.eye(n * n, dtype=F64)], 1))
-    return Q[:, rank : n * n]
-
-
-def hessian_gap(
-    n: int, np_: float, L: int, d: int, gamma: float, graphs: str = "exact", samples: int = 4096, seed: int = 0
-) -> dict:
-    """Lemma 9: λ_min of the Hessian of L_pop (L_sup of the reduced W^emb model, U = I_n, OV = α*_c I) w.r.t.
-    W = (W_1..W_L) at W_c = γ I, restricted to M_inv^⊥ in every layer; against 1/(8 d n³).
-
-    ``graphs``: ``exact`` enumerates every graph on n nodes weighted by its G(n, p) probability and every
-    root (the population itself; n <= 5), ``mc`` draws ``samples`` graphs (then the S_n symmetry holds only up
-    to sampling noise, reported as the split-half difference of λ_min)."""
-    p = np_ / n
-    k = [sum(np_**j for j in range(c + 1)) for c in range(L + 1)]
-    alphas = [(k[c + 1] - k[c]) / math.sqrt(k[c]) for c in range(L)]
-    if graphs == "exact":
-        adj, w = _all_graphs(n, p)
-        G = adj.shape[0]
-        adj = adj.repeat_interleave(n, 0)
-        root = torch.arange(n).repeat(G)
-        w = w.repeat_interleave(n) / n
-    else:
-        b = sample_graphs(counter_generator("superposition/lemma9", n, np_, L, seed), samples, n, p, L)
-        adj, root = b.adj.to(F64), b.root
-        w = torch.full((samples,), 1.0 / samples, dtype=F64)
-    V = reachable_sets(adj, root, L)
-    zstar = V.to(F64) / V.sum(-1, keepdim=True).to(F64).sqrt()
-
-    def loss_of(weights):
-        def f(flat):
-            zs = wemb_forward(flat.reshape(L, n, n), adj, root, alphas, d)
-            return sum(((1 - (zs[c] * zstar[:, c]).sum(-1)) * weights).sum() for c in range(1, L + 1))
-
-        return f
-
-    W0 = (gamma * torch.eye(n, dtype=F64)).expand(L, n, n).reshape(-1).clone()
-    P = torch.block_diag(*([_perp_basis(n)] * L))
-    Pg = torch.block_diag(*([_perp_basis(n, gauge=True)] * L))
-
-    def lam_min(weights) -> tuple[float, float]:
-        H = torch.autograd.functional.hessian(loss_of(weights), W0, vectorize=True)
-        H = (H + H.T) / 2
-        return tuple(float(torch.linalg.eigvalsh(B.T @ H @ B)[0]) for B in (P, Pg))
-
-    lam, lam_g = lam_min(w)
-    out = {
-        "n": n,
-        "d": d,
-        "L": L,
-        "gamma": gamma,
-        "graphs": graphs,
-        "lambda_min": lam,
-        "lambda_min_gauge_free": lam_g,
-        "bound": 1.0 / (8 * d * n**3),
-        "split_half_diff": 0.0,
-    }
-    if graphs == "mc":
-        half = samples // 2
-        w1 = torch.zeros_like(w)
-        w1[:half] = 2 * w[:half]
-        out["split_half_diff"] = abs(lam_min(w1)[1] - lam_min(2 * w - w1)[1])
-    return out

@@ -76,15 +76,15 @@ def _flow(q: Quantities, spec: dict, s: dict) -> list[dict]:
 def _lemma9(q: Quantities, spec: dict, s: dict) -> list[dict]:
     """Lemma 9: λ_min of the population Hessian at W* = γ I over the bound, exactly (every graph at
     ``hessian_exact_n``) and by Monte Carlo at ``hessian_mc_n``."""
-    from ...theory import superposition_bounds as SB
+    from ...theory import superposition_wemb as W
 
     args = (s["np"], s["depth"], s["d"])
     hs = [
-        SB.hessian_gap(setting(spec, "hessian_exact_n"), *args, float(g), "exact")
+        W.hessian_gap(setting(spec, "hessian_exact_n"), *args, float(g), "exact")
         for g in setting(spec, "hessian_gammas_exact")
     ]
     hs += [
-        SB.hessian_gap(setting(spec, "hessian_mc_n"), *args, float(g), "mc", setting(spec, "hessian_mc_graphs"))
+        W.hessian_gap(setting(spec, "hessian_mc_n"), *args, float(g), "mc", setting(spec, "hessian_mc_graphs"))
         for g in setting(spec, "hessian_gammas_mc")
     ]
     for h in hs:

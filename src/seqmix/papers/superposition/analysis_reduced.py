@@ -89,9 +89,9 @@ def gradient_law(q: Quantities, spec: dict, out: Path) -> None:
 def conjecture_d(q: Quantities, spec: dict, s: dict, out: Path) -> None:
     """E7 (App. H.5): R(γ) = ||∇_off|| / ||∇_diag|| along W^emb = γ(I - J/n); the fraction of points whose
     largest R over layers is < 1. -> conjd.csv."""
-    from ...theory import superposition as T
+    from ...theory import superposition_wemb as W
 
-    rows = T.conjecture_d(setting(spec, "conjd"), n=s["n"], np_=s["np"], L=s["depth"], d=s["d"])
+    rows = W.conjecture_d(setting(spec, "conjd"), n=s["n"], np_=s["np"], L=s["depth"], d=s["d"])
     write_csv(out / "conjd.csv", rows)
     df = pd.DataFrame(rows)
     per_point = df.groupby("point")["R"].max()
@@ -102,9 +102,9 @@ def conjecture_d(q: Quantities, spec: dict, s: dict, out: Path) -> None:
 
 def diagonal_advantage(q: Quantities, spec: dict, s: dict) -> None:
     """App. H.1: the population gradient of L_sup at W^emb = 0 favours the diagonal."""
-    from ...theory import superposition as T
+    from ...theory import superposition_wemb as W
 
-    da = T.diagonal_advantage(n=s["n"], np_=s["np"], L=s["depth"], d=s["d"], batches=setting(spec, "diag_batches"))
+    da = W.diagonal_advantage(n=s["n"], np_=s["np"], L=s["depth"], d=s["d"], batches=setting(spec, "diag_batches"))
     q.add("diag_adv_signed_ratio", da["signed_ratio"])
     q.add("diag_adv_abs_ratio", da["abs_ratio"])
     q.add("diag_adv_row_sum_rel", da["row_sum_rel"])
