@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import logging
 import os
 import warnings
@@ -60,6 +61,7 @@ class Op:
     def __init__(self, name: str, package: str, reference: Callable):
         self.name = name
         self.backends: dict[str, Callable] = {"reference": reference}
+        self.first_arg = next(iter(inspect.signature(reference).parameters), "tensor")  # decides the device
         self.kernel_error: str | None = None  # why a declared kernel is not registered
         self.kernel_declared = importlib.util.find_spec(f"{package}.triton") is not None
         if self.kernel_declared:
@@ -105,6 +107,8 @@ class Op:
 
     def __call__(self, tensor: torch.Tensor, backend: str | None, *args, **kwargs):
         """Run the chosen backend: ``tensor`` decides the device, ``args``/``kwargs`` go to the function."""
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"op {self.name!r}: {self.first_arg} must be a torch.Tensor, got {type(tensor).__name__}")
         return self.backends[self.backend_for(tensor, backend)](*args, **kwargs)
 
 
