@@ -108,6 +108,7 @@ SSD = {
     "h0-shape": ssd_case(Raises(ValueError, r"h0.*\(Nb, H, P, N\)"), h0=_r(2, 4, 5, 3)),
     "noncontiguous": ssd_case(x=_t(ssd_args()["x"]), B=_t(ssd_args()["B"]), dt=_t(ssd_args()["dt"])),
     "not-a-tensor": ssd_case(Raises(TypeError, r"'ssd'.*x.*torch.Tensor.*list"), x=[[1.0]]),
+    "A-other-device": ssd_case(Raises(ValueError, r"A is on meta.*on cpu"), A=torch.empty(4, device="meta")),
 }
 
 

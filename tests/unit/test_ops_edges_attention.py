@@ -113,8 +113,14 @@ def path_oracle(q, k, v, w, beta):
     return torch.softmax((logits * d**-0.5).masked_fill(mask, float("-inf")), -1) @ v.to(F64)
 
 
-def path_case(expected=None, chunk=2, T=5, **changes):
+def path_case(expected=None, chunk=2, T=5, logits=False, **changes):
     a = {**path_args(T), **changes}
+    if logits:  # the unscaled logits alone, against the explicit Householder products
+        a.pop("v")
+        run = lambda: path_attention.path_logits(**a, chunk=chunk)  # noqa: E731
+        return run, expected or (
+            lambda: torch.stack([path_logits_explicit(*(t[0, h] for t in a.values())) for h in range(2)])[None]
+        )  # noqa: E501
     return (lambda: path_attention.path_attention(**a, chunk=chunk)), expected or (lambda: path_oracle(**a))
 
 
@@ -134,6 +140,10 @@ PATH = {
     "v-shape": path_case(Raises(ValueError, r"v.*\(Nb, H, T, dv\)"), v=_r(1, 2, 6, 4)),
     "beta-shape": path_case(Raises(ValueError, r"beta.*\(Nb, H, T\)"), beta=_r(1, 2, 5, 1)),
     "noncontiguous": path_case(q=_t(path_args()["q"]), w=_t(path_args()["w"])),
+    "logits-T0": path_case(T=0, logits=True),
+    "logits-chunk-not-dividing": path_case(chunk=3, logits=True),
+    "logits-chunk0": path_case(Raises(ValueError, r"chunk.*positive integer.*got 0"), chunk=0, logits=True),
+    "logits-beta-shape": path_case(Raises(ValueError, r"beta.*\(Nb, H, T\)"), beta=_r(1, 2, 4), logits=True),
 }
 
 

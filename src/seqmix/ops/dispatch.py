@@ -15,6 +15,10 @@ A fallback runs the reference and warns once per (op, reason), unless strict ker
 (``kernels: strict`` in config/config.yaml, applied by the runtime, or SEQMIX_STRICT_KERNELS=1), where it
 raises ``KernelFallbackError``. ``backend_on(device)`` says, without warning, which backend a call on that
 device would use: mixers derive their ``backend`` property from it (``BackendOf``).
+
+Arguments are checked by each backend with ``seqmix.ops.checks`` (shapes, dtypes, sizes; metadata only, no
+device sync), so a kernel must run the same checks as its reference; the dispatcher itself only refuses a
+first argument that is not a tensor.
 """
 
 from __future__ import annotations
