@@ -132,11 +132,8 @@ def test_ssd_oracles_agree():
     g = _gen(6)
     Nb, L, H, P, N, G = 2, 6, 4, 2, 3, 2
     x, B, C = (torch.randn(*s, generator=g, dtype=torch.float64) for s in ((Nb, L, H, P), (Nb, L, G, N), (Nb, L, G, N)))
-    dt, A, D = (
-        torch.rand(Nb, L, H, generator=g, dtype=torch.float64),
-        -torch.rand(H, dtype=torch.float64),
-        torch.randn(H),
-    )
+    dt, D = torch.rand(Nb, L, H, generator=g, dtype=torch.float64), torch.randn(H, generator=g, dtype=torch.float64)
+    A = -torch.rand(H, generator=g, dtype=torch.float64)
     assert rel_err(ssd_loop(x, dt, A, B, C, D)[0], ssd_dense(x, dt, A, B, C, D)) <= 1e-12
 
 
