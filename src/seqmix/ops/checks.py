@@ -12,6 +12,8 @@ tensors are a TypeError, and so are complex tensors where the op is defined for 
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 
@@ -43,8 +45,8 @@ class Signature:
         if t is None:
             return None
         specs = () if spec is None else (spec,) if isinstance(spec, str) else spec
-        shown = " or ".join(_paren(s.split()) for s in specs) or "any shape"
         if not isinstance(t, torch.Tensor):
+            shown = " or ".join(_paren(s.split()) for s in specs) or "any shape"
             raise TypeError(f"{self.op}: {name} must be a torch.Tensor of shape {shown}, got {type(t).__name__}")
         self._dtype(name, t, complex_ok)
         if self.device is None:
@@ -53,9 +55,11 @@ class Signature:
             raise ValueError(f"{self.op}: {name} is on {t.device}, the other arguments on {self.device}")
         if spec is None:
             return t
+        shape = tuple(t.shape)
         for s in specs:
-            if self._matches(s.split(), t.shape):
-                self._bind(name, s.split(), t.shape)
+            syms = _symbols(s)
+            if self._matches(syms, shape):
+                self._bind(name, syms, shape)
                 return t
         expected = " or ".join(self._show(s.split()) for s in specs)
         raise ValueError(f"{self.op}: {name} must have shape {expected}, got {tuple(t.shape)}")
@@ -86,19 +90,29 @@ class Signature:
             kind = "real or complex floating" if complex_ok else "real floating"
             raise TypeError(f"{self.op}: {name} must be a {kind} tensor, got {t.dtype}")
 
-    def _matches(self, syms: list[str], shape: torch.Size) -> bool:
-        return len(syms) == len(shape) and all(
-            self.dims.get(s, n) == n if not s.isdigit() else int(s) == n for s, n in zip(syms, shape)
-        )
-
-    def _bind(self, name: str, syms: list[str], shape: torch.Size) -> None:
+    def _matches(self, syms: tuple[str, ...], shape: tuple[int, ...]) -> bool:
+        if len(syms) != len(shape):
+            return False
+        dims = self.dims
         for s, n in zip(syms, shape):
-            if not s.isdigit() and s not in self.dims:
-                self.dims[s], self.source[s] = n, f"{name}.shape[{syms.index(s)}]"
+            if dims.get(s, n) != n:
+                return False
+        return True
+
+    def _bind(self, name: str, syms: tuple[str, ...], shape: tuple[int, ...]) -> None:
+        for i, (s, n) in enumerate(zip(syms, shape)):
+            if s not in self.dims:
+                self.dims[s], self.source[s] = n, f"{name}.shape[{i}]"
 
     def _show(self, syms: list[str]) -> str:
         values = [str(self.dims.get(s, s)) for s in syms]
         return f"{_paren(syms)} = {_paren(values)}" if values != syms else _paren(syms)
+
+
+@functools.cache
+def _symbols(spec: str) -> tuple[str, ...]:
+    """The dimension names of a spec ("Nb L H P"), split once per spec."""
+    return tuple(spec.split())
 
 
 def _paren(items: list[str]) -> str:
@@ -109,6 +123,5 @@ def cast(t: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
     """``t`` in the real ``dtype`` (its complex counterpart for a complex ``t``); a no-op when it already is."""
     if t is None:
         return None
-    if t.is_complex():
-        return t.to(torch.complex128 if dtype == torch.float64 else torch.complex64)
-    return t.to(dtype)
+    want = (torch.complex128 if dtype == torch.float64 else torch.complex64) if t.is_complex() else dtype
+    return t if t.dtype == want else t.to(want)
