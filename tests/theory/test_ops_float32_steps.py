@@ -4,8 +4,9 @@ float64 oracle, relative error being ||a - b|| / ||b|| over the whole tensor (``
 
 Guards the in-chunk decay of ``ssd_chunked``: formed as exp(cs_t - cs_s) from within-chunk cumulative sums, a
 run of tiny steps after large ones subtracts two cumulative sums of size ~Q * 20 whose float32 rounding
-(~1e-4 absolute) swamps the tiny segment, and the gradient of A came out 2e-3 .. 1e-2 wrong. The selective
-scan never subtracts cumulative sums (its decays are products from the chunk start); its case checks that.
+(~1e-4 absolute) swamps the tiny segment: on main 7 of the 8 SSD cases fail, the gradient of A up to 1.7e-1
+relative wrong (outputs and other gradients <= 2e-5). The selective scan never subtracts cumulative sums (its
+decays are products from the chunk start); its cases pass on main too and keep it so.
 """
 
 from __future__ import annotations

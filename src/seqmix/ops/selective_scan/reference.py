@@ -110,7 +110,7 @@ def _linear_scan_pairs(la: Pair, v: Pair, x0: Pair | None, chunk: int | None) ->
     S = tuple(shape[2:])
     if L == 0:  # no steps: the output is empty and the state is the initial one
         return v, _initial_state(x0, v[0].new_zeros(Nb, *S), cplx)
-    C = _default_chunk(L) if chunk is None else positive_int("selective_scan", "chunk", chunk)
+    C = _default_chunk(L) if chunk is None else chunk  # the public callers checked it
     nC = -(-L // C)
     pad = nC * C - L
 
