@@ -56,6 +56,26 @@ def ssd_dense(x, dt, A, B, C, D=None):
     return y
 
 
+def ssd_loop(x, dt, A, B, C, D=None, h0=None):
+    """Mamba2 per token in float64, differentiable: h_t = exp(dt_t A_h) h_{t-1} + dt_t x_t B_t^T (head h reads
+    group h // (H / G)), y_t = h_t C_t + D_h x_t. x: (Nb, L, H, P); dt: (Nb, L, H); A: (H,); B, C: (Nb, L, G, N);
+    h0: (Nb, H, P, N). Returns (y: (Nb, L, H, P), last state: (Nb, H, P, N))."""
+    Nb, L, H, P = x.shape
+    G, N = B.shape[2], B.shape[3]
+    group = [h * G // H for h in range(H)]
+    Bh, Ch = B.to(F64)[:, :, group], C.to(F64)[:, :, group]  # (Nb, L, H, N)
+    x, dt, A = x.to(F64), dt.to(F64), A.to(F64)
+    h = torch.zeros(Nb, H, P, N, dtype=F64) if h0 is None else h0.to(F64)
+    ys = []
+    for t in range(L):
+        decay = torch.exp(dt[:, t] * A)[:, :, None, None]
+        h = decay * h + (dt[:, t, :, None] * x[:, t])[..., None] * Bh[:, t, :, None, :]
+        y = (h * Ch[:, t, :, None, :]).sum(-1)
+        ys.append(y if D is None else y + D.to(F64)[:, None] * x[:, t])
+    y = torch.stack(ys, 1) if ys else torch.zeros(Nb, 0, H, P, dtype=F64)
+    return y, h
+
+
 def feedback_recurrence(f, gamma, alpha):
     """s_0 = f_0; s_t = f_t + gamma_t sum_{j<t} alpha[t, j] s_j (sessa spec §2.2). f: (Nb, T, D)."""
     f, gamma, alpha = f.to(F64), gamma.to(F64), alpha.to(F64)
@@ -117,6 +137,18 @@ def transported_attention(q, k, v, psi, psi_v=None, scale=None):
     return out
 
 
+def rotate_blocks(x, theta, layout="half"):
+    """Each position's 2-d blocks rotated by R(theta_b), one 2 x 2 product per block. x: (T, d); theta: (T, d/2);
+    block b is coordinates (b, b + d/2) ("half") or (2b, 2b + 1) ("interleaved")."""
+    T, d = x.shape
+    out = torch.zeros(T, d, dtype=F64)
+    for i in range(T):
+        for b in range(d // 2):
+            e, o = (b, b + d // 2) if layout == "half" else (2 * b, 2 * b + 1)
+            out[i, [e, o]] = rot2(float(theta[i, b])) @ x[i, [e, o]].to(F64)
+    return out
+
+
 def path_logits_explicit(q, k, w, beta):
     """logit_ij = q_i^T H_i H_{i-1} ... H_{j+1} k_j with H_t = I - beta_t w_t w_t^T, explicit d x d products.
     q, k, w: (T, d); beta: (T,). Returns (T, T) with zeros above the diagonal."""
@@ -133,11 +165,11 @@ def path_logits_explicit(q, k, w, beta):
 
 
 def causal_conv_loop(u, K):
-    """y[t, c] = sum_{m<=t} K[m, c] u[t - m, c]. u: (Nb, L, d); K: (L, d)."""
+    """y[t, c] = sum_{m<=t} K[m, c] u[t - m, c]. u: (Nb, L, d); K: (taps, d), taps past the end are zero."""
     Nb, L, d = u.shape
     y = torch.zeros(Nb, L, d, dtype=F64)
     for t in range(L):
-        for m in range(t + 1):
+        for m in range(min(t + 1, K.shape[0])):
             y[:, t] += K[m].to(F64) * u[:, t - m].to(F64)
     return y
 

@@ -19,6 +19,7 @@ from theory.oracles import (
     rel_err,
     selective_scan_loop,
     ssd_dense,
+    ssd_loop,
 )
 
 TOL = {torch.float64: 1e-10, torch.float32: 1e-4}
@@ -124,6 +125,16 @@ def test_ssd_chunked_matches_dense_and_recurrent(dtype, L, chunk, G):
     yr, sr = ssd.ssd_recurrent(x, dt, A, B, C, D, return_state=True)
     assert rel_err(y, ref) <= TOL[dtype] and rel_err(yr, ref) <= TOL[dtype]
     assert rel_err(s, sr) <= TOL[dtype]
+
+
+def test_ssd_oracles_agree():
+    """The token-loop oracle (float32 and edge tests use it, with gradients) equals the dense operator."""
+    g = _gen(6)
+    Nb, L, H, P, N, G = 2, 6, 4, 2, 3, 2
+    x, B, C = (torch.randn(*s, generator=g, dtype=torch.float64) for s in ((Nb, L, H, P), (Nb, L, G, N), (Nb, L, G, N)))
+    dt, D = torch.rand(Nb, L, H, generator=g, dtype=torch.float64), torch.randn(H, generator=g, dtype=torch.float64)
+    A = -torch.rand(H, generator=g, dtype=torch.float64)
+    assert rel_err(ssd_loop(x, dt, A, B, C, D)[0], ssd_dense(x, dt, A, B, C, D)) <= 1e-12
 
 
 def test_mamba2_ssd_equals_selective_scan_with_tied_A_and_dt():

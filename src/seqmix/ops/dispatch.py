@@ -15,12 +15,17 @@ A fallback runs the reference and warns once per (op, reason), unless strict ker
 (``kernels: strict`` in config/config.yaml, applied by the runtime, or SEQMIX_STRICT_KERNELS=1), where it
 raises ``KernelFallbackError``. ``backend_on(device)`` says, without warning, which backend a call on that
 device would use: mixers derive their ``backend`` property from it (``BackendOf``).
+
+Arguments are checked by each backend with ``seqmix.ops.checks`` (shapes, dtypes, sizes; metadata only, no
+device sync), so a kernel must run the same checks as its reference; the dispatcher itself only refuses a
+first argument that is not a tensor.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import logging
 import os
 import warnings
@@ -60,6 +65,7 @@ class Op:
     def __init__(self, name: str, package: str, reference: Callable):
         self.name = name
         self.backends: dict[str, Callable] = {"reference": reference}
+        self.first_arg = next(iter(inspect.signature(reference).parameters), "tensor")  # decides the device
         self.kernel_error: str | None = None  # why a declared kernel is not registered
         self.kernel_declared = importlib.util.find_spec(f"{package}.triton") is not None
         if self.kernel_declared:
@@ -105,6 +111,8 @@ class Op:
 
     def __call__(self, tensor: torch.Tensor, backend: str | None, *args, **kwargs):
         """Run the chosen backend: ``tensor`` decides the device, ``args``/``kwargs`` go to the function."""
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"op {self.name!r}: {self.first_arg} must be a torch.Tensor, got {type(tensor).__name__}")
         return self.backends[self.backend_for(tensor, backend)](*args, **kwargs)
 
 

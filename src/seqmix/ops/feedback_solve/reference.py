@@ -6,12 +6,24 @@
 Two forms: a dense unit-lower-triangular solve (what the Sessa code does; exact autograd) and a blocked
 forward substitution (block size ``block``: one GEMM against the solved past plus a small triangular solve
 per block), the template for a chunked Triton kernel. The Neumann series is never formed.
-The solve runs in at least float32 (spec pitfall (b)) and is cast back.
+The solve runs in at least float32 (spec pitfall (b)) and is cast back to the inputs' common dtype.
 """
 
 from __future__ import annotations
 
 import torch
+
+from ..checks import Signature, cast, positive_int
+
+
+def _checked(op: str, f, gamma, alpha) -> list[torch.Tensor]:
+    """f, gamma, alpha checked against their shapes, in their common dtype promoted to at least float32."""
+    sig = Signature(op)
+    sig.tensor("f", f, "Nb T D")
+    sig.tensor("gamma", gamma, "Nb T")
+    sig.tensor("alpha", alpha, "Nb T T")
+    dtype = torch.promote_types(sig.common_dtype(), torch.float32)
+    return [cast(t, dtype) for t in (f, gamma, alpha)]
 
 
 def routing_matrix(gamma: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
@@ -19,23 +31,21 @@ def routing_matrix(gamma: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
     return torch.tril(gamma.unsqueeze(-1) * alpha, diagonal=-1)
 
 
-def _upcast(*ts):
-    dt = torch.promote_types(ts[0].dtype, torch.float32)
-    return [t.to(dt) for t in ts]
-
-
 def feedback_solve_dense(f: torch.Tensor, gamma: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
     """f: (Nb, T, D); gamma: (Nb, T); alpha: (Nb, T, T) (entries j >= t ignored). Returns s: (Nb, T, D)."""
-    f32, g32, a32 = _upcast(f, gamma, alpha)
+    f32, g32, a32 = _checked("feedback_solve", f, gamma, alpha)
     Bfb = routing_matrix(g32, a32)
     s = torch.linalg.solve_triangular(-Bfb, f32, upper=False, left=True, unitriangular=True)
-    return s.to(f.dtype)
+    return s.to(_result_dtype(f, gamma, alpha))
 
 
 def feedback_solve_blocked(f: torch.Tensor, gamma: torch.Tensor, alpha: torch.Tensor, block: int = 64) -> torch.Tensor:
     """The same solve by blocked forward substitution: for rows R = [r0, r1),
     rhs_R = f_R + B[R, :r0] s[:r0] and s_R = (I - B[R, R])^{-1} rhs_R."""
-    f32, g32, a32 = _upcast(f, gamma, alpha)
+    positive_int("feedback_solve_blocked", "block", block)
+    f32, g32, a32 = _checked("feedback_solve_blocked", f, gamma, alpha)
+    if f.shape[1] == 0:
+        return f32.to(_result_dtype(f, gamma, alpha))
     Bfb = routing_matrix(g32, a32)
     T = f.shape[1]
     parts: list[torch.Tensor] = []
@@ -47,4 +57,12 @@ def feedback_solve_blocked(f: torch.Tensor, gamma: torch.Tensor, alpha: torch.Te
         parts.append(
             torch.linalg.solve_triangular(-Bfb[:, r0:r1, r0:r1], rhs, upper=False, left=True, unitriangular=True)
         )
-    return torch.cat(parts, dim=1).to(f.dtype)
+    return torch.cat(parts, dim=1).to(_result_dtype(f, gamma, alpha))
+
+
+def _result_dtype(*ts: torch.Tensor) -> torch.dtype:
+    """The inputs' common dtype (the solve itself runs in at least float32)."""
+    out = ts[0].dtype
+    for t in ts[1:]:
+        out = torch.promote_types(out, t.dtype)
+    return out

@@ -19,6 +19,19 @@ from __future__ import annotations
 
 import torch
 
+from ..checks import Signature, positive_int
+
+
+def _checked(op: str, q, k, w, beta, v=None) -> list:
+    """q, k, w: (Nb, H, T, d), beta: (Nb, H, T), v: (Nb, H, T, dv) checked, in their common dtype."""
+    sig = Signature(op)
+    for name, t in (("q", q), ("k", k), ("w", w)):
+        sig.tensor(name, t, "Nb H T d")
+    sig.tensor("beta", beta, "Nb H T")
+    sig.tensor("v", v, "Nb H T dv")
+    dtype = sig.common_dtype()
+    return [None if t is None else t.to(dtype) for t in (q, k, w, beta, v)]
+
 
 def _householder_rows(X: torch.Tensor, w: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
     """Apply H = I - beta w w^T to each row of X. X: (..., S, d); w: (..., d); beta: (...)."""
@@ -28,7 +41,11 @@ def _householder_rows(X: torch.Tensor, w: torch.Tensor, beta: torch.Tensor) -> t
 def path_logits(q: torch.Tensor, k: torch.Tensor, w: torch.Tensor, beta: torch.Tensor, chunk: int = 32) -> torch.Tensor:
     """Unscaled, unmasked-above-diagonal logits q_i^T H_i..H_{j+1} k_j. q, k, w: (Nb, H, T, d); beta: (Nb, H, T).
     Returns (Nb, H, T, T) with zeros above the diagonal."""
+    positive_int("path_logits", "chunk", chunk)
+    q, k, w, beta, _ = _checked("path_logits", q, k, w, beta)
     Nb, Hh, T, d = q.shape
+    if T == 0:
+        return q.new_zeros(Nb, Hh, 0, 0)
     C = min(chunk, T)
     nC = -(-T // C)
     pad = nC * C - T
@@ -80,8 +97,13 @@ def path_logits(q: torch.Tensor, k: torch.Tensor, w: torch.Tensor, beta: torch.T
 
 
 def path_attention(q, k, v, w, beta, scale: float | None = None, chunk: int = 32) -> torch.Tensor:
-    """Causal PaTH attention. q, k, v, w: (Nb, H, T, d); beta: (Nb, H, T). Returns (Nb, H, T, d)."""
+    """Causal PaTH attention. q, k, w: (Nb, H, T, d); v: (Nb, H, T, dv); beta: (Nb, H, T); chunk >= 1.
+    Returns (Nb, H, T, dv) in the inputs' common dtype."""
+    positive_int("path_attention", "chunk", chunk)
+    q, k, w, beta, v = _checked("path_attention", q, k, w, beta, v)
     T, d = q.shape[-2:]
+    if T == 0:
+        return v.clone()
     scale = d**-0.5 if scale is None else scale
     logits = path_logits(q, k, w, beta, chunk) * scale
     mask = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)

@@ -25,9 +25,14 @@ import math
 
 import torch
 
+from ..checks import Signature
+
 
 def rope_frequencies(head_dim: int, base: float = 10000.0) -> torch.Tensor:
-    """omega_b = base^(-2b / head_dim), b = 0 .. head_dim/2 - 1, float64."""
+    """omega_b = base^(-2b / head_dim), b = 0 .. head_dim // 2 - 1, float64 (an odd head_dim gives its floor;
+    ``rotate`` refuses odd head dims, and mixers that never rotate still build this table)."""
+    if isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim < 1:
+        raise ValueError(f"rope_frequencies: head_dim must be a positive integer, got {head_dim!r}")
     return base ** (-torch.arange(0, head_dim // 2, dtype=torch.float64) * 2 / head_dim)
 
 
@@ -38,6 +43,8 @@ def wrap(theta: torch.Tensor) -> torch.Tensor:
 
 def rope_angles(T: int, omega: torch.Tensor, offset: int = 0) -> torch.Tensor:
     """Theta_i = (offset + i) omega: (T, B) float64, wrapped."""
+    if isinstance(T, bool) or not isinstance(T, int) or T < 0:
+        raise ValueError(f"rope_angles: T must be a non-negative integer, got {T!r}")
     pos = torch.arange(offset, offset + T, dtype=torch.float64, device=omega.device)
     return wrap(pos[:, None] * omega.to(torch.float64)[None, :])
 
@@ -45,7 +52,18 @@ def rope_angles(T: int, omega: torch.Tensor, offset: int = 0) -> torch.Tensor:
 def accumulate_angles(psi: torch.Tensor, theta0: torch.Tensor | None = None) -> torch.Tensor:
     """Exclusive prefix sum along dim -2: Theta_i = theta0 + sum_{t<i} psi_t. psi: (..., T, B) -> float64,
     wrapped. The sum runs in float64 so that |Theta| ~ T max|psi| keeps ~1e-12 rad accuracy; the autograd
-    graph is kept (learned angles need it)."""
+    graph is kept (learned angles need it). theta0: broadcastable to (..., B)."""
+    sig = Signature("accumulate_angles")
+    sig.tensor("psi", psi, None)
+    if psi.dim() < 2:
+        raise ValueError(f"accumulate_angles: psi must have shape (..., T, B), got {tuple(psi.shape)}")
+    if sig.tensor("theta0", theta0, None) is not None:
+        want = psi.shape[:-2] + psi.shape[-1:]
+        if _broadcast(theta0.shape, want) != want:
+            raise ValueError(
+                f"accumulate_angles: theta0 must have shape (..., B) = {tuple(want)} (from psi {tuple(psi.shape)}), "
+                f"got {tuple(theta0.shape)}"
+            )
     p = psi.to(torch.float64)
     incl = torch.cumsum(p, dim=-2)
     theta = torch.cat((torch.zeros_like(incl[..., :1, :]), incl[..., :-1, :]), dim=-2)  # shift: exclusive
@@ -63,14 +81,44 @@ def rotate(
     x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = "half", inverse: bool = False
 ) -> torch.Tensor:
     """R(Theta) x (or R(-Theta) x when ``inverse``). x: (..., T, d) with d even; cos, sin: broadcastable to
-    (..., T, d/2)."""
+    (..., T, d/2). Mixed floating dtypes compute in their common dtype."""
+    if layout not in ("half", "interleaved"):
+        raise ValueError(f"layout must be 'half' or 'interleaved', got {layout!r}")
+    x, cos, sin = _checked_rotation(x, cos, sin)
     if inverse:
         sin = -sin
     if layout == "half":
         B = x.shape[-1] // 2
         x1, x2 = x[..., :B], x[..., B:]
         return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
-    if layout == "interleaved":
-        x1, x2 = x[..., 0::2], x[..., 1::2]
-        return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
-    raise ValueError(f"layout must be 'half' or 'interleaved', got {layout!r}")
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+
+
+def _broadcast(shape: torch.Size, target: torch.Size) -> torch.Size | None:
+    """The broadcast of ``shape`` with ``target`` (None when they do not broadcast)."""
+    try:
+        return torch.broadcast_shapes(shape, target)
+    except RuntimeError:
+        return None
+
+
+def _checked_rotation(x, cos, sin) -> list[torch.Tensor]:
+    """x (..., T, d) with d even, cos and sin of one shape broadcastable to (..., T, d/2); common dtype."""
+    sig = Signature("rotate")
+    for name, t in (("x", x), ("cos", cos), ("sin", sin)):
+        sig.tensor(name, t, None)
+    if x.dim() == 0:
+        raise ValueError("rotate: x must have shape (..., T, d), got a scalar")
+    if x.shape[-1] % 2:
+        raise ValueError(f"rotate: x's last dimension (the head dim d) must be even, got {x.shape[-1]}")
+    want = x.shape[:-1] + (x.shape[-1] // 2,)
+    if _broadcast(cos.shape, want) != want:
+        raise ValueError(
+            f"rotate: cos must have a shape broadcastable to (..., T, {want[-1]}) = {tuple(want)} "
+            f"(x is {tuple(x.shape)}), got {tuple(cos.shape)}"
+        )
+    if sin.shape != cos.shape:
+        raise ValueError(f"rotate: sin must have the shape of cos {tuple(cos.shape)}, got {tuple(sin.shape)}")
+    dtype = sig.common_dtype()
+    return [t.to(dtype) for t in (x, cos, sin)]

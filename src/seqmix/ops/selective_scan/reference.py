@@ -26,6 +26,8 @@ import math
 
 import torch
 
+from ..checks import Signature, cast, positive_int
+
 Pair = tuple  # (re: Tensor, im: Tensor | None)
 
 
@@ -90,6 +92,12 @@ def _default_chunk(L: int) -> int:
     return max(1, int(round(math.sqrt(L))))
 
 
+def _initial_state(x0: Pair | None, zeros: torch.Tensor, cplx: bool) -> Pair:
+    """x0 as a pair (zeros when None), with an imaginary part exactly when the scan is complex."""
+    re, im = (zeros, None) if x0 is None else x0
+    return re, (im if im is not None else (torch.zeros_like(re) if cplx else None))
+
+
 def _linear_scan_pairs(la: Pair, v: Pair, x0: Pair | None, chunk: int | None) -> tuple[Pair, Pair]:
     shape = torch.broadcast_shapes(*(t.shape for t in (*la, *v) if t is not None))
     la = tuple(None if t is None else t.expand(shape) for t in la)
@@ -100,7 +108,9 @@ def _linear_scan_pairs(la: Pair, v: Pair, x0: Pair | None, chunk: int | None) ->
     )
     Nb, L = shape[:2]
     S = tuple(shape[2:])
-    C = chunk or _default_chunk(L)
+    if L == 0:  # no steps: the output is empty and the state is the initial one
+        return v, _initial_state(x0, v[0].new_zeros(Nb, *S), cplx)
+    C = _default_chunk(L) if chunk is None else chunk  # the public callers checked it
     nC = -(-L // C)
     pad = nC * C - L
 
@@ -127,10 +137,7 @@ def _linear_scan_pairs(la: Pair, v: Pair, x0: Pair | None, chunk: int | None) ->
     xl = (torch.stack(local_r, 2), torch.stack(local_i, 2) if cplx else None)
     decay = _exp(tuple(None if t is None else torch.cumsum(t, dim=2) for t in la))  # |.| <= 1
     # 2) carry the state across chunk boundaries
-    if x0 is None:
-        s = (torch.zeros_like(v[0][:, 0, 0]), torch.zeros_like(v[0][:, 0, 0]) if cplx else None)
-    else:
-        s = (x0[0], x0[1] if x0[1] is not None else (torch.zeros_like(x0[0]) if cplx else None))
+    s = _initial_state(x0, torch.zeros_like(v[0][:, 0, 0]), cplx)
     ends = lambda p: [None] * nC if p is None else p[:, :, -1].unbind(1)  # noqa: E731
     d_end, x_end = list(zip(ends(decay[0]), ends(decay[1]))), list(zip(ends(xl[0]), ends(xl[1])))
     car_r, car_i = [], []
@@ -153,6 +160,8 @@ def linear_scan(
     log_a, v: (Nb, L, *S) (broadcastable to each other; real or complex); x0: (Nb, *S) or None (zeros).
     Returns (x: (Nb, L, *S), last state x_{L-1}: (Nb, *S)), complex if any input is.
     """
+    if chunk is not None:
+        positive_int("linear_scan", "chunk", chunk)
     x, s = _linear_scan_pairs(_pair(log_a), _pair(v), _pair(x0), chunk)
     return _join(x), _join(s)
 
@@ -189,6 +198,23 @@ def _readout(x: Pair, C: torch.Tensor, groups: int) -> torch.Tensor:
     return y.sum(-1).reshape(Nb, L, d)
 
 
+def _checked(op: str, u, delta, A, B, C, B_bias, D, x0, seq: bool = False) -> list:
+    """The arguments checked against the shapes of ``selective_scan`` (``seq``) or of one step, cast to their
+    common dtype; ``x0`` is the initial state (the state of a step)."""
+    sig, t = Signature(op), ("L " if seq else "")
+    sig.tensor("u", u, f"Nb {t}d")
+    sig.tensor("delta", delta, f"Nb {t}d")
+    sig.tensor("B", B, f"Nb {t}G n", complex_ok=True)
+    sig.tensor("C", C, f"Nb {t}G n", complex_ok=True)
+    sig.tensor("A", A, ("d n", "n"), complex_ok=True)
+    sig.tensor("B_bias", B_bias, "d n", complex_ok=True)
+    sig.tensor("D", D, "d")
+    sig.tensor("x0" if seq else "state", x0, "Nb d n", complex_ok=True)
+    sig.divides("G", "d", "B")
+    dtype = sig.common_dtype()
+    return [cast(a, dtype) for a in (u, delta, A, B, C, B_bias, D, x0)]
+
+
 def selective_scan(
     u: torch.Tensor,
     delta: torch.Tensor,
@@ -204,7 +230,11 @@ def selective_scan(
 ):
     """u, delta: (Nb, L, d) real; A: (d, n) or (n,), real or complex, Re A <= 0; B, C: (Nb, L, G, n) with
     G | d (real or complex); B_bias: (d, n) or None; D: (d,) or None; x0: (Nb, d, n) or None.
-    Returns y: (Nb, L, d) real (and the last state (Nb, d, n), complex if any input is, when ``return_state``)."""
+    Returns y: (Nb, L, d) real (and the last state (Nb, d, n), complex if any input is, when ``return_state``).
+    Inputs of mixed floating precisions compute in their common dtype (``seqmix.ops.checks``)."""
+    if chunk is not None:
+        positive_int("selective_scan", "chunk", chunk)
+    u, delta, A, B, C, B_bias, D, x0 = _checked("selective_scan", u, delta, A, B, C, B_bias, D, x0, seq=True)
     groups = B.shape[2]
     log_a, v = _discretise(u, delta, A, B, B_bias, disc, groups)
     x, last = _linear_scan_pairs(log_a, v, _pair(x0), chunk)
@@ -227,6 +257,7 @@ def selective_scan_step(
 ):
     """One step for decoding. state: (Nb, d, n); u, delta: (Nb, d); B, C: (Nb, G, n).
     Returns (y: (Nb, d), new state)."""
+    u, delta, A, B, C, B_bias, D, state = _checked("selective_scan_step", u, delta, A, B, C, B_bias, D, state)
     log_a, v = _discretise(u[:, None], delta[:, None], A, B[:, None], B_bias, disc, B.shape[1])
     a = _exp(tuple(None if t is None else t[:, 0] for t in log_a))
     new = _add(_mul(a, _pair(state)), tuple(None if t is None else t[:, 0] for t in v))
