@@ -17,6 +17,8 @@ from .runner import setup as _setup
 
 
 def _cell_stage(args, stage: str) -> None:
+    if args.set:
+        args.run = _overridden_run(args)
     if args.dispatch:
         from .io import read_json
 
@@ -33,6 +35,17 @@ def _cell_stage(args, stage: str) -> None:
                 raise SystemExit(f"seqmix {stage}: {e}") from None
             return
     run_cell_stage(stage, args.run, args.out, args.threads)
+
+
+def _overridden_run(args) -> str:
+    """The run config with ``--set`` applied, written beside ``--out`` (seqmix.overrides)."""
+    from .config import ConfigError
+    from .overrides import write_overridden_run
+
+    try:
+        return write_overridden_run(args.run, args.out, args.set)
+    except ConfigError as e:
+        raise SystemExit(f"config error: {e}") from None
 
 
 def cmd_train(args):
@@ -241,6 +254,14 @@ def main(argv: list[str] | None = None) -> None:
         sp.add_argument("--run", required=True, help="the cell's run-config JSON")
         sp.add_argument("--out", required=True, help="the cell's summary JSON (written last)")
         sp.add_argument("--dispatch", help="the dispatch settings JSON (dispatch: submitit sends the step to SLURM)")
+        sp.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="KEY.PATH=VALUE",
+            help="override a leaf config key for this run (repeatable, e.g. train.lr=3e-4); leaves are written "
+            "beside --out, with the run config as run.json there",
+        )
     sp = add("collect", cmd_collect, "gather cell summaries into one CSV")
     sp.add_argument("--out", required=True)
     sp.add_argument("inputs", nargs="+")
