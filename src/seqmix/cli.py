@@ -11,14 +11,20 @@ import argparse
 import logging
 from pathlib import Path
 
-from . import runner
+from . import cli_list, runner
 from .runner import process_age_s, run_cell_stage
 from .runner import setup as _setup
 
 
 def _cell_stage(args, stage: str) -> None:
-    if args.set:
-        args.run = _overridden_run(args)
+    if args.set:  # one-run overrides (seqmix.overrides): the stage runs the rewritten run config
+        from .config import ConfigError
+        from .overrides import write_overridden_run
+
+        try:
+            args.run = write_overridden_run(args.run, args.out, args.set)
+        except ConfigError as e:
+            raise SystemExit(f"config error: {e}") from None
     if args.dispatch:
         from .io import read_json
 
@@ -35,17 +41,6 @@ def _cell_stage(args, stage: str) -> None:
                 raise SystemExit(f"seqmix {stage}: {e}") from None
             return
     run_cell_stage(stage, args.run, args.out, args.threads)
-
-
-def _overridden_run(args) -> str:
-    """The run config with ``--set`` applied, written beside ``--out`` (seqmix.overrides)."""
-    from .config import ConfigError
-    from .overrides import write_overridden_run
-
-    try:
-        return write_overridden_run(args.run, args.out, args.set)
-    except ConfigError as e:
-        raise SystemExit(f"config error: {e}") from None
 
 
 def cmd_train(args):
@@ -213,12 +208,12 @@ def cmd_progress(args):
         where = paper_dir(args.results, args.paper) / "run"
         raise SystemExit(f"no run configs under {where} (has the DAG written them yet?)")
     metrics = [m for m in (args.metrics or "").split(",") if m]
-    print("| leaf | status | " + " | ".join(metrics) + (" |" if metrics else "|"))
-    print("|---|---|" + "---|" * len(metrics))
+    rows = []
     for cell in cells:
         for leaf in read_json(cell)["leaves"]:
             status, values = _leaf_status(leaf, metrics)
-            print(f"| {leaf['id']} | {status} | " + " | ".join(values) + (" |" if metrics else "|"))
+            rows.append({"leaf": leaf["id"], "status": status, **dict(zip(metrics, values))})
+    print(cli_list.markdown(rows))
 
 
 def cmd_validate(args):
@@ -293,6 +288,7 @@ def main(argv: list[str] | None = None) -> None:
     sp.add_argument("--paper", required=True)
     sp.add_argument("--experiment", help="one experiment (default: all)")
     sp.add_argument("--metrics", help="comma-separated metric names to show for evaluated leaves")
+    cli_list.register(sub)
     sp = add("validate", cmd_validate, "validate the configs")
     sp.add_argument("--config", default="config/config.yaml")
     sp.add_argument("--root", default=".")
