@@ -21,10 +21,13 @@ from seqmix.overrides import apply_to_leaf, apply_to_run, parse_overrides
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _cells(scale: str) -> dict:
+    return expand_cells("heads", load_paper(ROOT / "config" / "papers" / "heads.yaml", scale), scale)
+
+
 @pytest.fixture(scope="module")
 def heads_cells():
-    cfg = load_paper(ROOT / "config" / "papers" / "heads.yaml", "tiny")
-    return expand_cells("heads", cfg, "tiny")
+    return _cells("tiny")
 
 
 def _run(cells, key, results, n_leaves=1) -> dict:
@@ -120,3 +123,29 @@ def test_cli_unknown_key_stops_before_any_job(heads_cells, tmp_path):
     with pytest.raises(SystemExit, match=r"config error: --set: train\.lrr: unknown key"):
         cli.main(["train", "--run", str(run_path), "--out", str(tmp_path / "try" / "t.json"), "--set", "train.lrr=1"])
     assert not (tmp_path / "try").exists()
+
+
+@pytest.mark.slow
+def test_snakemake_config_reaches_the_run_configs(heads_cells, tmp_path):
+    """For the DAG the override is Snakemake's ``--config`` on the global keys: the cell's run config (what
+    the job reads, hence what MLflow records) carries them. Per-experiment keys cannot be given there:
+    the paper configs are separate files, and the global schema refuses any other key (README says so)."""
+    from conftest import copy_workflow, snakemake_local
+    from seqmix.results import cell_run_path
+
+    (tmp_path / "wf").mkdir()
+    work = copy_workflow(tmp_path / "wf", papers=["heads"])
+    target = str(cell_run_path("results", "heads", "exp1", "k2-0"))
+    r = snakemake_local(work, "--config", "scale=cpu", "amp=True", "--", target, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    run = read_json(work / target)
+    assert run["scale"] == "cpu" and run["runtime"]["amp"] is True
+    steps = {
+        scale: {leaf.config["train"]["steps"] for leaf in cells[("exp1", "k2-0")]}
+        for scale, cells in (("tiny", heads_cells), ("cpu", _cells("cpu")))
+    }
+    assert steps["cpu"] != steps["tiny"]
+    assert {leaf["config"]["train"]["steps"] for leaf in run["leaves"]} == steps["cpu"]
+    r = snakemake_local(work, "-n", "--config", "heads={exp1: {train: {lr: 0.1}}}", timeout=300)
+    said = r.stdout + r.stderr
+    assert r.returncode != 0 and "config error" in said and "'heads' was unexpected" in said, said[-2000:]
