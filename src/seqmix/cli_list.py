@@ -96,29 +96,28 @@ def experiments_table(args) -> list[dict]:
 
 def components_table(kind: str) -> list[dict]:
     from . import registry
-    from .options import options_schema
+    from .options import component_options, options_schema
 
     rows = []
     for name in registry.names(kind):
         cls = registry.get(kind, name)
-        schema = options_schema(cls)
+        schema, inner = options_schema(cls), component_options(cls)
         required = set(schema.get("required", []))
-        options = [describe_option(o, s, o in required) for o, s in schema["properties"].items()]
+        options = [describe_option(o, s, o in required, inner.get(o)) for o, s in schema["properties"].items()]
         preset_of = cls.__mro__[1] if "fixed_options" in cls.__dict__ else cls  # mixers.base.register_preset
         rows.append({kind: name, "from": preset_of.__module__, "options": "; ".join(options) or "(none)"})
     return rows
 
 
-def describe_option(name: str, schema: dict, required: bool) -> str:
-    """``heads: integer >= 1 = 4`` from one property of a generated options schema."""
-    kind = _type_of(schema)
+def describe_option(name: str, schema: dict, required: bool, component: str | None = None) -> str:
+    """``heads: integer >= 1 = 4`` from one property of a generated options schema; an option whose value
+    names a registered component (a model's ``mixer``) reads ``mixer: a mixer {name, options}``."""
+    kind = f"a {component} {{name, options}}" if component else _type_of(schema)
     bounds = [
         f"{op} {schema[key]}"
         for key, op in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<"))
         if key in schema
     ]
-    if "component" in str(schema.get("description", "")) or schema.get("required") == ["name"]:
-        kind = "{name, options} of a registered component"
     text = f"{name}: {' '.join([kind] + bounds)}"
     if required:
         return text + " (required)"

@@ -169,7 +169,7 @@ def evaluate_cell(run: dict) -> dict:
                 experiment=run["paper"],
                 run_name=f"evaluate/{leaf['id']}",
                 tags=_leaf_tags(run, leaf, "evaluate"),
-                params={},
+                params=_override_param(run),
                 metrics={k: [(0, v)] for k, v in metrics.items()},
                 parent_key=leaf["hash"] + ".train",
             )

@@ -66,6 +66,7 @@ def test_components_with_their_options(capsys, what, kind):
         assert "heads: integer >= 1 = 4" in rows["mha"]["options"]
         assert "rho: number or null > 0 = None" in rows["linear_ssm"]["options"]
         assert rows["rope"]["from"] == "seqmix.mixers.softmax_attention"  # a preset: its base class's module
+        assert rows["bidirectional"]["options"] == "mixer: a mixer {name, options} (required)"
     if kind == "task":
         assert "k: integer >= 2 (required)" in rows["rotation_teacher"]["options"]
 
