@@ -115,6 +115,9 @@ def test_cli_train_with_set_records_overrides(heads_cells, tmp_path, monkeypatch
     assert rec["params"]["overrides"] == "train.lr=0.0003,train.steps=3"
     assert (rec["params"]["train.lr"], rec["params"]["train.steps"]) == ("0.0003", "3")  # MLflow params are strings
     assert not (tmp_path / "results" / "heads").exists(), "the DAG's leaf directory is never written"
+    cli.main(["evaluate", "--run", str(tmp_path / "try" / "run.json"), "--out", str(tmp_path / "try" / "eval.json")])
+    (rec,) = [json.loads(x) for x in (Path(leaf["out_dir"]) / "tracking-evaluate.jsonl").read_text().splitlines()]
+    assert rec["params"]["overrides"] == "train.lr=0.0003,train.steps=3"
 
 
 def test_cli_unknown_key_stops_before_any_job(heads_cells, tmp_path):
