@@ -1,7 +1,10 @@
 # seqmix: `make reproduce` (the whole DAG at tiny scale) and `make test`. Both set everything up.
 #
-# torch: PyPI's Linux torch is the multi-GB CUDA build. CPU users pass the CPU index or a wheel:
-#   make reproduce TORCH_INDEX=https://download.pytorch.org/whl/cpu
+# torch: PyPI's Linux torch is the multi-GB CUDA build, so the pinned set asks for torch==2.13.0+cpu on Linux
+# (torch==2.13.0 on macOS, whose PyPI wheel is the CPU build: environment markers in the requirements file).
+# pip first tries the indexes it is configured with (CI finds the CPU wheel locally, offline); when that
+# fails, the install is retried once with the PyTorch CPU index TORCH_CPU_INDEX added. To choose yourself:
+#   make reproduce TORCH_INDEX=https://download.pytorch.org/whl/cpu     (extra index from the start)
 #   make reproduce TORCH_WHEEL=/path/to/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl
 # GPU/cluster users: REQUIREMENTS=none installs from pyproject.toml instead of the pinned CPU set.
 SHELL := /bin/bash
@@ -9,6 +12,7 @@ PYTHON ?= python3
 VENV ?= .venv
 TORCH_INDEX ?=
 TORCH_WHEEL ?=
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 REQUIREMENTS ?= envs/requirements-cpu.txt
 PROFILE ?= profiles/local
 SMK_ARGS ?=
@@ -35,7 +39,9 @@ $(STAMP): pyproject.toml $(REQUIREMENTS) Makefile
 ifeq ($(REQUIREMENTS),none)
 	$(BIN)/python -m pip install -q $(PIP_EXTRA) -e '.[dev]'
 else
-	$(BIN)/python -m pip install -q $(PIP_EXTRA) -r $(REQUIREMENTS)
+	$(BIN)/python -m pip install -q $(PIP_EXTRA) -r $(REQUIREMENTS) || { \
+	  echo "seqmix: the pinned set did not resolve from pip's indexes; retrying with the PyTorch CPU index $(TORCH_CPU_INDEX)" >&2; \
+	  $(BIN)/python -m pip install -q $(PIP_EXTRA) --extra-index-url $(TORCH_CPU_INDEX) -r $(REQUIREMENTS); }
 	$(BIN)/python -m pip install -q --no-deps -e .
 endif
 	touch $@

@@ -11,12 +11,20 @@ import argparse
 import logging
 from pathlib import Path
 
-from . import runner
+from . import cli_list, runner
 from .runner import process_age_s, run_cell_stage
 from .runner import setup as _setup
 
 
 def _cell_stage(args, stage: str) -> None:
+    if args.set:  # one-run overrides (seqmix.overrides): the stage runs the rewritten run config
+        from .config import ConfigError
+        from .overrides import write_overridden_run
+
+        try:
+            args.run = write_overridden_run(args.run, args.out, args.set)
+        except ConfigError as e:
+            raise SystemExit(f"config error: {e}") from None
     if args.dispatch:
         from .io import read_json
 
@@ -200,12 +208,12 @@ def cmd_progress(args):
         where = paper_dir(args.results, args.paper) / "run"
         raise SystemExit(f"no run configs under {where} (has the DAG written them yet?)")
     metrics = [m for m in (args.metrics or "").split(",") if m]
-    print("| leaf | status | " + " | ".join(metrics) + (" |" if metrics else "|"))
-    print("|---|---|" + "---|" * len(metrics))
+    rows = []
     for cell in cells:
         for leaf in read_json(cell)["leaves"]:
             status, values = _leaf_status(leaf, metrics)
-            print(f"| {leaf['id']} | {status} | " + " | ".join(values) + (" |" if metrics else "|"))
+            rows.append({"leaf": leaf["id"], "status": status, **dict(zip(metrics, values))})
+    print(cli_list.markdown(rows))
 
 
 def cmd_validate(args):
@@ -241,6 +249,14 @@ def main(argv: list[str] | None = None) -> None:
         sp.add_argument("--run", required=True, help="the cell's run-config JSON")
         sp.add_argument("--out", required=True, help="the cell's summary JSON (written last)")
         sp.add_argument("--dispatch", help="the dispatch settings JSON (dispatch: submitit sends the step to SLURM)")
+        sp.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="KEY.PATH=VALUE",
+            help="override a leaf config key for this run (repeatable, e.g. train.lr=3e-4); leaves are written "
+            "beside --out, with the run config as run.json there",
+        )
     sp = add("collect", cmd_collect, "gather cell summaries into one CSV")
     sp.add_argument("--out", required=True)
     sp.add_argument("inputs", nargs="+")
@@ -272,6 +288,7 @@ def main(argv: list[str] | None = None) -> None:
     sp.add_argument("--paper", required=True)
     sp.add_argument("--experiment", help="one experiment (default: all)")
     sp.add_argument("--metrics", help="comma-separated metric names to show for evaluated leaves")
+    cli_list.register(sub)
     sp = add("validate", cmd_validate, "validate the configs")
     sp.add_argument("--config", default="config/config.yaml")
     sp.add_argument("--root", default=".")

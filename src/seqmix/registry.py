@@ -1,12 +1,21 @@
 """Name -> constructor registries for mixers, models and tasks.
 
 A config names components by string; ``register_*`` decorators fill the tables, and ``get_*`` fail
-with the list of known names. ``load_all()`` imports every module that registers something.
+with the list of known names. ``load_all()`` imports every module that registers something: seqmix's own
+(``_MODULES``) and, once per process, the entry points other installed packages declare in the groups
+``seqmix.mixers``, ``seqmix.models`` and ``seqmix.tasks``, e.g. in the plugin's pyproject.toml::
+
+    [project.entry-points."seqmix.mixers"]
+    my_mixer = "my_package.mixers:MyMixer"
+
+The entry point's name is the registered name; its object is the class (registered under that name unless
+its module already did so with ``@register_mixer``), so a plugin adds a component without editing seqmix.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 from collections.abc import Callable
 
 _TABLES: dict[str, dict[str, Callable]] = {"mixer": {}, "model": {}, "task": {}}
@@ -30,6 +39,14 @@ _MODULES = (
     "seqmix.models.classifier",
     "seqmix.tasks.assoc_recall",
 )
+
+
+ENTRY_POINT_GROUPS = {"mixer": "seqmix.mixers", "model": "seqmix.models", "task": "seqmix.tasks"}
+_plugins_loaded = False  # entry points are scanned once per process (a scan reads every installed dist-info)
+
+
+class PluginError(RuntimeError):
+    """An entry point in a seqmix group that cannot be loaded or registered (names the entry point)."""
 
 
 class UnknownName(KeyError):
@@ -64,6 +81,32 @@ def register_task(name: str):
 def load_all() -> None:
     for mod in _MODULES:
         importlib.import_module(mod)
+    if not _plugins_loaded:
+        load_entry_points()
+
+
+def load_entry_points() -> None:
+    """Register the components other installed packages declare under ``ENTRY_POINT_GROUPS``.
+
+    A broken plugin stops with its entry point named rather than being skipped: a config naming its
+    component would otherwise fail later as an unknown name, far from the cause."""
+    global _plugins_loaded
+    _plugins_loaded = True
+    for kind, group in ENTRY_POINT_GROUPS.items():
+        for ep in importlib.metadata.entry_points(group=group):
+            where = f"entry point {ep.name!r} = {ep.value!r} in group {group!r}"
+            try:
+                obj = ep.load()
+            except Exception as e:  # any import error of third-party code
+                raise PluginError(f"{where}: cannot be loaded: {type(e).__name__}: {e}") from e
+            if _TABLES[kind].get(ep.name) is obj:
+                continue  # its module registered it under the same name already
+            if not callable(obj):
+                raise PluginError(f"{where}: expected a class or callable, got {type(obj).__name__}")
+            try:
+                _register(kind, ep.name)(obj)
+            except ValueError as e:
+                raise PluginError(f"{where}: {e}") from None
 
 
 def names(kind: str) -> list[str]:

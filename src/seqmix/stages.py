@@ -66,7 +66,7 @@ def train_cell(run: dict) -> dict:
         log.info("[%d/%d] %s: training (%d steps) on %s", i, n, leaf["id"], cfg["train"]["steps"], rt.device)
         tags = dict(_leaf_tags(run, leaf, "train"), device=rt.device)
         params = tracking.flatten({k: v for k, v in cfg.items() if k in ("task", "model", "train", "eval")})
-        params.update(seed=cfg["seed"], variant=cfg["variant"], point=cfg["point"])
+        params.update(seed=cfg["seed"], variant=cfg["variant"], point=cfg["point"], **_override_param(run))
         live = (
             tracking.LiveRun(uri, run["paper"], f"train/{leaf['id']}", tags, params, leaf["hash"] + ".train")
             if tracking.is_live(uri) and distributed.rank() == 0
@@ -102,6 +102,13 @@ def train_cell(run: dict) -> dict:
         tracking.ingest(buffers, uri, run["results"])
     log.info("seqmix-train s=%.3f", trained_s)  # the training share of this job (benchmarks/dag_timing.py)
     return {"leaves": summary}
+
+
+def _override_param(run: dict) -> dict:
+    """{"overrides": "train.lr=0.0003,..."} for a run made with ``--set`` (seqmix.overrides), else {}."""
+    from .overrides import describe
+
+    return {"overrides": describe(run["overrides"])} if run.get("overrides") else {}
 
 
 def backend_tag_of(result: dict) -> str:
@@ -162,7 +169,7 @@ def evaluate_cell(run: dict) -> dict:
                 experiment=run["paper"],
                 run_name=f"evaluate/{leaf['id']}",
                 tags=_leaf_tags(run, leaf, "evaluate"),
-                params={},
+                params=_override_param(run),
                 metrics={k: [(0, v)] for k, v in metrics.items()},
                 parent_key=leaf["hash"] + ".train",
             )
@@ -223,7 +230,10 @@ def diagnose_cell(run: dict) -> dict:
                 experiment=run["paper"],
                 run_name=f"diagnose/{leaf['id']}",
                 tags=_leaf_tags(run, leaf, "diagnose"),
-                params=tracking.flatten({k: v for k, v in cfg.items() if k in ("task", "model")}),
+                params={
+                    **tracking.flatten({k: v for k, v in cfg.items() if k in ("task", "model")}),
+                    **_override_param(run),
+                },
                 metrics=result["metrics"],
                 parent_key=(leaf["hash"] + ".train") if trained else None,
             )

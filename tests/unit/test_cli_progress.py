@@ -25,12 +25,15 @@ def test_progress_reports_each_leaf_state(tmp_path, capsys):
     torch.save({"step": 40, "config_hash": "h-running"}, root / "e1" / "running" / "checkpoint.pt")
     torch.save({"step": 40, "config_hash": "another"}, root / "e1" / "stale" / "checkpoint.pt")
     main(["progress", "--results", str(tmp_path / "results"), "--paper", "p", "--metrics", "cos_z1,missing"])
-    lines = {l.split(" | ")[0].strip("| "): l for l in capsys.readouterr().out.splitlines()[2:]}
-    assert "evaluated" in lines["done/-/seed1"] and "0.9123 | —" in lines["done/-/seed1"]
-    assert "| trained |" in lines["trained/-/seed1"]
-    assert "training: step 40/100" in lines["running/-/seed1"]
-    assert "stale checkpoint" in lines["stale/-/seed1"]
-    assert "not started" in lines["fresh/-/seed1"]
+    out = capsys.readouterr().out.splitlines()
+    cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in out]
+    assert cells[0] == ["leaf", "status", "cos_z1", "missing"]  # a markdown table (pandas + tabulate)
+    rows = {c[0]: c[1:] for c in cells[2:]}
+    assert rows["done/-/seed1"] == ["evaluated", "0.9123", "—"]
+    assert rows["trained/-/seed1"] == ["trained", "", ""]
+    assert rows["running/-/seed1"] == ["training: step 40/100", "", ""]
+    assert rows["stale/-/seed1"] == ["stale checkpoint", "", ""]
+    assert rows["fresh/-/seed1"] == ["not started", "", ""]
 
 
 def test_progress_without_run_configs_says_so(tmp_path):
