@@ -74,4 +74,3 @@ def _read(path: Path, map_location) -> tuple[dict | None, str]:
         keys = sorted(state) if isinstance(state, dict) else type(state).__name__
         return None, f"not a training checkpoint (keys {keys})"
     return state, ""
-
