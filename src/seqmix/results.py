@@ -123,6 +123,11 @@ def verify_summary(path: str | Path) -> None:
         )
 
 
+def is_intact(path: str | Path) -> bool:
+    """True when ``path`` exists and matches its checksum (or has none to match: written before checksums)."""
+    return Path(path).is_file() and (not recorded_digests(path) or verify_checksum(path) is None)
+
+
 def discard_corrupt(paths) -> list[Path]:
     """Move aside (to ``<name>.corrupt``) each existing file of ``paths`` that fails its checksum, or, for a
     ``.json`` with no checksum (a cell marker), does not parse; returns the files moved. Run before the DAG

@@ -24,7 +24,7 @@ from seqmix.cli import main as cli_main
 from seqmix.io import DiskFullError, checksum_path, config_hash, verify_checksum
 from seqmix.results import CorruptResult, discard_corrupt, verify_summary
 from seqmix.training import checkpoint as ck
-from seqmix.training.loop import train
+from seqmix.training.loop import load_trained, train
 
 STEPS, EVERY = 40, 10
 
@@ -206,6 +206,56 @@ def test_exception_after_a_checkpoint_resumes_bit_identically(tmp_path, referenc
     result = train(cfg, tmp_path, config_hash(cfg))
     assert result["resumed_from"] == 20
     assert_same_as(reference, result, tmp_path)
+
+
+@pytest.mark.parametrize("fault", ["bit_flip", "truncated", "zero_length"])
+def test_a_damaged_model_pt_is_remade_from_the_final_checkpoint(fault, tmp_path, reference, caplog):
+    """The evaluate/diagnose stages load model.pt: a damaged one is remade, with a warning, from the final
+    checkpoint (the same tensors), instead of being evaluated as it is or crashing every re-run."""
+    cfg = leaf_cfg()
+    train(cfg, tmp_path, config_hash(cfg))
+    CORRUPTIONS[fault][0](tmp_path / "model.pt")
+    with caplog.at_level(logging.WARNING, logger="seqmix.train"):
+        _, model = load_trained(cfg, tmp_path)
+    assert "model.pt" in caplog.text and "remaking it from the final checkpoint" in caplog.text
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, reference["model"][name]), name
+    assert verify_checksum(tmp_path / "model.pt") is None  # written back whole
+
+
+def test_a_damaged_model_pt_without_a_final_checkpoint_says_how_to_retrain(tmp_path):
+    cfg = leaf_cfg()
+    train(cfg, tmp_path, config_hash(cfg))
+    flip_a_bit(tmp_path / "model.pt")
+    for p in (tmp_path / "checkpoint.pt", ck.previous_path(tmp_path / "checkpoint.pt")):
+        p.unlink()
+    with pytest.raises(CorruptResult, match=r"model\.pt: checksum mismatch.*delete .*train\.done\.json"):
+        load_trained(cfg, tmp_path)
+
+
+def test_a_damaged_diagnose_csv_is_measured_again(tmp_path):
+    """diagnose.csv (the rows the cell summary gathers) carries a checksum; a truncated one makes the leaf
+    not done, so the stage measures it again instead of gathering what is left."""
+    from seqmix import stages
+
+    cfg = {
+        "task": {"name": "lag_sensitivity", "d": 4, "T": [2, 5], "draws": 2},
+        "model": {"name": "bare", "mixer": {"name": "linear_ssm", "state": 3}},
+        "train": {"dtype": "float64"},
+        "eval": {},
+        "variant": "ssm",
+        "point": "-",
+        "seed": 0,
+    }
+    leaf = {"id": "ssm/-/seed0", "hash": config_hash(cfg), "out_dir": str(tmp_path / "ssm"), "config": cfg}
+    run = {"paper": "heads", "experiment": "exp2", "cell": "ssm-0", "scale": "tiny", "results": str(tmp_path)}
+    run.update(tracking={"uri": "none"}, leaves=[leaf])
+    first = stages.diagnose_cell(run)
+    rows_csv = tmp_path / "ssm" / "diagnose.csv"
+    rows_csv.write_text("\n".join(rows_csv.read_text().splitlines()[:-1]) + "\n")  # the last row lost
+    again = stages.diagnose_cell(run)
+    assert again["rows"] == first["rows"] and len(again["rows"]) == 4
+    assert verify_checksum(rows_csv) is None
 
 
 # ----------------------------------------------------------------------------- summaries

@@ -9,6 +9,9 @@ On load, a file that is missing its checksum, does not match it (a flipped bit, 
 length) or does not unpickle is discarded with a warning naming it and why; the previous one is tried
 next, else training starts afresh. Batches are a pure function of (seed, step), so resuming from the
 older checkpoint still ends bit-identical to an uninterrupted run.
+
+``model.pt`` (the finished run's weights) is checksummed too; a damaged one is remade from the final
+checkpoint (``load_final_weights``).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from pathlib import Path
 
 import torch
 
-from ..io import copy_checked, torch_bytes, verify_checksum, write_bytes
+from ..io import copy_checked, recorded_digests, torch_bytes, torch_save, verify_checksum, write_bytes
+from ..results import CorruptResult
 
 log = logging.getLogger("seqmix.train")
 
@@ -74,3 +78,27 @@ def _read(path: Path, map_location) -> tuple[dict | None, str]:
         keys = sorted(state) if isinstance(state, dict) else type(state).__name__
         return None, f"not a training checkpoint (keys {keys})"
     return state, ""
+
+
+def load_final_weights(model_path: str | Path, steps: int, map_location=None) -> dict:
+    """The state dict of a finished run's ``model.pt``. When it fails its checksum or does not load, it is
+    remade, with a warning, from the final checkpoint (saved at the last step, the same tensors); with no
+    usable final checkpoint either, ``CorruptResult`` says how to retrain. A ``model.pt`` with no checksum
+    (written before they existed) is used as long as it loads."""
+    model_path = Path(model_path)
+    data = model_path.read_bytes() if model_path.exists() else b""
+    why = verify_checksum(model_path, data) if (recorded_digests(model_path) or not data) else None
+    if why is None:
+        try:
+            return torch.load(io.BytesIO(data), weights_only=True, map_location=map_location)
+        except Exception as e:  # noqa: BLE001  (unpickling a damaged file raises many kinds)
+            why = f"does not load ({type(e).__name__}: {e})"
+    log.warning("%s: %s; remaking it from the final checkpoint", model_path, why)
+    final = load_checkpoint(model_path.with_name("checkpoint.pt"), map_location=map_location)
+    if final is None or int(final["step"]) != steps:
+        raise CorruptResult(
+            f"{model_path}: {why}, and no checkpoint of step {steps} to remake it from; delete "
+            f"{model_path.with_name('train.done.json')} and rerun to train the leaf again"
+        )
+    torch_save(final["model"], model_path, checksum=True)
+    return final["model"]

@@ -24,7 +24,7 @@ import torch
 from ..io import torch_save
 from ..models import build_model
 from ..registry import get_task
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import load_checkpoint, load_final_weights, save_checkpoint
 from .guard import NonFiniteError, StepGuard  # noqa: F401  (NonFiniteError is part of this module's API)
 from .optim import build_optimizer, build_scheduler
 from .runtime import Runtime, cpu_batches, keep_inputs_on_device
@@ -137,7 +137,7 @@ def train(
     )
     backends = backends or _report_backends(model, on_backend)  # no step ran (a finished run resumed)
     if distributed.rank() == 0:
-        torch_save(model.state_dict(), out / "model.pt")
+        torch_save(model.state_dict(), out / "model.pt", checksum=True)
     return {
         "history": history,
         "steps": steps,
@@ -239,10 +239,12 @@ def _run_steps(
 
 def load_trained(cfg: dict, out_dir: str | Path, runtime: Runtime | None = None):
     """(task, model) with the trained weights of a finished leaf, on the runtime's device; a model on a GPU
-    takes the task's CPU batches (its inputs are moved in, its outputs back out)."""
+    takes the task's CPU batches (its inputs are moved in, its outputs back out). A damaged ``model.pt`` is
+    remade from the final checkpoint (``checkpoint.load_final_weights``)."""
     rt = runtime or Runtime()
     task, model = build(cfg, rt)
-    model.load_state_dict(torch.load(Path(out_dir) / "model.pt", weights_only=True, map_location=rt.torch_device))
+    weights = load_final_weights(Path(out_dir) / "model.pt", int(cfg["train"]["steps"]), rt.torch_device)
+    model.load_state_dict(weights)
     model.eval()
     keep_inputs_on_device(model, rt)
     return task, model
