@@ -282,8 +282,12 @@ def main(argv: list[str] | None = None) -> None:
 
     try:
         args.fn(args)
-    except DiskFullError as e:  # one line naming the file and the space left, into the rule's log
-        raise SystemExit(f"seqmix {args.cmd}: {e}") from None
+    except DiskFullError as e:
+        # one line naming the file and the space left: on stderr (the rule's log) and on stdout (Snakemake's
+        # console), since a log on the full disk may not take it
+        message = f"seqmix {args.cmd}: {e}"
+        print(message, flush=True)
+        raise SystemExit(message) from None
     startup = runner.startup_s()
     if startup is not None:
         # one line per job that benchmarks/dag_timing.py reads from the rule logs

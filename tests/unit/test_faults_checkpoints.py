@@ -387,7 +387,8 @@ main(sys.argv[1:])
 
 
 def test_cli_stage_writes_the_disk_full_message_to_the_rule_log(tmp_path):
-    """The rule's log (the job's stderr) gets one line naming the file and the space left; the exit is non-zero."""
+    """The rule's log (the job's stderr) gets one line naming the file and the space left, and so does stdout
+    (Snakemake's console, for when the log itself is on the full disk); the exit is non-zero."""
     cell = tmp_path / "c-0.evaluate.json"
     sio.write_json(cell, {"leaves": [{"id": "a", "mse": 1.0}]})
     out = tmp_path / "exp1" / "summary.csv"
@@ -396,10 +397,40 @@ def test_cli_stage_writes_the_disk_full_message_to_the_rule_log(tmp_path):
         proc = subprocess.run(
             [sys.executable, "-c", _FULL_DISK_CLI, "collect", "--out", str(out), str(cell)],
             stderr=err,
+            stdout=subprocess.PIPE,
+            text=True,
             timeout=120,
         )
     assert proc.returncode != 0
     text = log.read_text()
-    assert f"seqmix collect: [Errno {errno.ENOSPC}] no space left on device writing {out}" in text
+    line = f"seqmix collect: [Errno {errno.ENOSPC}] no space left on device writing {out}"
+    assert line in text and line in proc.stdout, "in the log and on Snakemake's console"
     assert "MiB free" in text and "Traceback" not in text
     assert not out.exists()
+
+
+def test_train_stage_on_a_full_disk_names_the_checkpoint_not_a_torch_error(tmp_path):
+    """On main a full disk during training surfaced as torch's 'PytorchStreamWriter failed writing file';
+    now the train job's log says which file could not be written and how much space is left."""
+    from seqmix.config import Leaf, cell_run_config
+
+    cfg = dict(leaf_cfg(), paper="heads", experiment="exp1", variant="k4", point="H2", sweep_value=2)
+    leaf = Leaf("heads", "exp1", "k4", "H2", 0, cfg)
+    settings = {"results": str(tmp_path), "tracking": {"uri": "none"}}
+    run = cell_run_config("heads", "exp1", "k4-0", [leaf], "tiny", settings)
+    sio.write_json(tmp_path / "run.json", run)
+    log = tmp_path / "train.log"
+    with open(log, "w") as err:
+        proc = subprocess.run(
+            [sys.executable, "-c", _FULL_DISK_CLI, "train", "--run", str(tmp_path / "run.json"), "--out", "c.json"],
+            cwd=tmp_path,
+            stderr=err,
+            stdout=subprocess.DEVNULL,
+            timeout=120,
+            env=dict(os.environ, OMP_NUM_THREADS="1"),
+        )
+    assert proc.returncode != 0
+    text = log.read_text()
+    ckpt = Path(run["leaves"][0]["out_dir"]) / "checkpoint.pt"
+    assert f"seqmix train: [Errno {errno.ENOSPC}] no space left on device writing {ckpt}" in text, text[-2000:]
+    assert "PytorchStreamWriter" not in text and "Traceback" not in text
