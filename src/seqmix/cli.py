@@ -182,7 +182,10 @@ def _leaf_status(leaf: dict, metrics: list[str]) -> tuple[str, list[str]]:
     if is_done(leaf_marker(out, "train"), h):
         return "trained", [""] * len(metrics)
     if (out / "checkpoint.pt").exists():
-        ck = torch.load(out / "checkpoint.pt", weights_only=True, map_location="cpu")
+        try:
+            ck = torch.load(out / "checkpoint.pt", weights_only=True, map_location="cpu")
+        except Exception:  # noqa: BLE001  (a damaged file raises many kinds; training discards it at resume)
+            return "damaged checkpoint", [""] * len(metrics)
         status = f"training: step {ck['step']}/{steps}" if ck.get("config_hash") == h else "stale checkpoint"
         return status, [""] * len(metrics)
     return "not started", [""] * len(metrics)

@@ -79,7 +79,8 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         _clean_stale_temporaries(path)
         fd, tmp = tempfile.mkstemp(prefix=f"{_tmp_prefix(path)}{_host()}-{os.getpid()}-", dir=path.parent)
     except OSError as e:
-        raise _disk_full(e, path) from e
+        _raise_if_disk_full(e, path)
+        raise
     os.close(fd)
     os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the final file the usual umask mode
     tmp = Path(tmp)
@@ -87,22 +88,23 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         yield tmp
         os.replace(tmp, path)
     except OSError as e:
-        raise _disk_full(e, path) from e
+        _raise_if_disk_full(e, path)
+        raise
     finally:
         if tmp.exists():
             tmp.unlink()
 
 
-def _disk_full(e: OSError, path: Path) -> OSError:
-    """``e`` itself, or a ``DiskFullError`` naming ``path`` and the space left when the disk is full."""
+def _raise_if_disk_full(e: OSError, path: Path) -> None:
+    """Raise a ``DiskFullError`` naming ``path`` and the space left when ``e`` says the disk is full."""
     if e.errno not in _DISK_FULL or isinstance(e, DiskFullError):
-        return e
+        return
     try:
         free = f"{shutil.disk_usage(_existing_parent(path)).free / 2**20:.1f} MiB free"
     except OSError:
         free = "free space unknown"
     what = "no space left on device" if e.errno == errno.ENOSPC else "disk quota exceeded"
-    return DiskFullError(e.errno, f"{what} writing {path} ({free} in {_existing_parent(path)})")
+    raise DiskFullError(e.errno, f"{what} writing {path} ({free} in {_existing_parent(path)})") from e
 
 
 def _existing_parent(path: Path) -> Path:

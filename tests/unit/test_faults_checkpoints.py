@@ -434,3 +434,14 @@ def test_train_stage_on_a_full_disk_names_the_checkpoint_not_a_torch_error(tmp_p
     ckpt = Path(run["leaves"][0]["out_dir"]) / "checkpoint.pt"
     assert f"seqmix train: [Errno {errno.ENOSPC}] no space left on device writing {ckpt}" in text, text[-2000:]
     assert "PytorchStreamWriter" not in text and "Traceback" not in text
+
+
+def test_progress_reports_a_damaged_checkpoint_instead_of_crashing(tmp_path):
+    """`seqmix progress` read checkpoint.pt with torch.load and died on a truncated one (main)."""
+    from seqmix.cli import _leaf_status
+
+    out = tmp_path / "leaf"
+    interrupted(out)
+    (out / "checkpoint.pt").write_bytes((out / "checkpoint.pt").read_bytes()[:100])
+    leaf = {"out_dir": str(out), "hash": config_hash(leaf_cfg()), "config": leaf_cfg()}
+    assert _leaf_status(leaf, ["mse"]) == ("damaged checkpoint", [""])
