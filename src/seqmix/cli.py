@@ -66,7 +66,7 @@ def cmd_collect(args):
         rows.extend(cell["rows"] if "rows" in cell else cell["leaves"])  # diagnose cells: many rows per leaf
     if not rows:
         raise SystemExit("collect: no leaves in the inputs")
-    write_csv(args.out, rows)
+    write_csv(args.out, rows, checksum=True)  # the claims verify it (seqmix.results.verify_summary)
 
 
 def cmd_artefact(args):
@@ -190,7 +190,10 @@ def _leaf_status(leaf: dict, metrics: list[str]) -> tuple[str, list[str]]:
     if is_done(leaf_marker(out, "train"), h):
         return "trained", [""] * len(metrics)
     if (out / "checkpoint.pt").exists():
-        ck = torch.load(out / "checkpoint.pt", weights_only=True, map_location="cpu")
+        try:
+            ck = torch.load(out / "checkpoint.pt", weights_only=True, map_location="cpu")
+        except Exception:  # noqa: BLE001  (a damaged file raises many kinds; training discards it at resume)
+            return "damaged checkpoint", [""] * len(metrics)
         status = f"training: step {ck['step']}/{steps}" if ck.get("config_hash") == h else "stale checkpoint"
         return status, [""] * len(metrics)
     return "not started", [""] * len(metrics)
@@ -295,7 +298,16 @@ def main(argv: list[str] | None = None) -> None:
     sp.add_argument("--scale", choices=("tiny", "cpu", "paper"))
 
     args = p.parse_args(argv)
-    args.fn(args)
+    from .io import DiskFullError
+
+    try:
+        args.fn(args)
+    except DiskFullError as e:
+        # one line naming the file and the space left: on stderr (the rule's log) and on stdout (Snakemake's
+        # console), since a log on the full disk may not take it
+        message = f"seqmix {args.cmd}: {e}"
+        print(message, flush=True)
+        raise SystemExit(message) from None
     startup = runner.startup_s()
     if startup is not None:
         # one line per job that benchmarks/dag_timing.py reads from the rule logs

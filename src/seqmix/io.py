@@ -1,20 +1,39 @@
-"""Atomic file writes and canonical JSON.
+"""Atomic file writes, checksums and canonical JSON.
 
-Every output of the pipeline goes through these helpers: a killed job leaves a ``*.tmp-*`` file behind,
-never a half-written file under the final name.
+Every output of the pipeline goes through these helpers: a killed job leaves a ``.<name>.tmp-*`` file
+behind, never a half-written file under the final name, and the next write of that name removes the
+temporary files a dead writer left (``_clean_stale_temporaries``). A full disk (ENOSPC, EDQUOT) is raised
+as ``DiskFullError`` naming the path and the space left.
+
+Files whose later corruption must be caught (checkpoints, experiment summaries) are written with
+``checksum=True``: a sidecar ``<name>.sha256`` (``sha256sum`` format) is written after the file, and
+``verify_checksum`` says why a file does not match it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import math
 import os
+import re
+import shutil
+import socket
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+# a temporary file untouched for this long is stale whoever wrote it (a writer rewrites it continuously)
+STALE_TMP_AGE_S = 3600.0
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+class DiskFullError(OSError):
+    """A write failed for lack of space or quota; the message names the file and the free space."""
 
 
 def canonical_json(obj: Any) -> str:
@@ -37,24 +56,95 @@ def _jsonable(x: Any) -> Any:
     raise TypeError(f"not JSON-serialisable: {type(x).__name__}")
 
 
+def _host() -> str:
+    # '-' separates the fields of a temporary name, so the host name must not contain one
+    return re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "host"
+
+
+def _tmp_prefix(path: Path) -> str:
+    return f".{path.name}.tmp-"
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path in the target's directory; rename it onto ``path`` on success.
 
-    On an exception the temporary file is removed and ``path`` is left untouched.
+    On an exception the temporary file is removed and ``path`` is left untouched; a full disk is re-raised
+    as ``DiskFullError``. The temporary name ``.<name>.tmp-<host>-<pid>-<random>`` says who wrote it, so
+    the next write of ``path`` can remove what a killed writer left.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _clean_stale_temporaries(path)
+        fd, tmp = tempfile.mkstemp(prefix=f"{_tmp_prefix(path)}{_host()}-{os.getpid()}-", dir=path.parent)
+    except OSError as e:
+        _raise_if_disk_full(e, path)
+        raise
     os.close(fd)
     os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the final file the usual umask mode
     tmp = Path(tmp)
     try:
         yield tmp
         os.replace(tmp, path)
+    except OSError as e:
+        _raise_if_disk_full(e, path)
+        raise
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def _raise_if_disk_full(e: OSError, path: Path) -> None:
+    """Raise a ``DiskFullError`` naming ``path`` and the space left when ``e`` says the disk is full."""
+    if e.errno not in _DISK_FULL or isinstance(e, DiskFullError):
+        return
+    try:
+        free = f"{shutil.disk_usage(_existing_parent(path)).free / 2**20:.1f} MiB free"
+    except OSError:
+        free = "free space unknown"
+    what = "no space left on device" if e.errno == errno.ENOSPC else "disk quota exceeded"
+    raise DiskFullError(e.errno, f"{what} writing {path} ({free} in {_existing_parent(path)})") from e
+
+
+def _existing_parent(path: Path) -> Path:
+    for p in path.parents:
+        if p.exists():
+            return p
+    return Path(".")
+
+
+def _clean_stale_temporaries(path: Path) -> list[Path]:
+    """Remove the temporary files of earlier writes of ``path`` whose writer is gone: written on this host
+    by a process that no longer runs, or untouched for ``STALE_TMP_AGE_S`` (another host's, or an older
+    naming). A live writer's temporary file is kept (two jobs may write the same cache file)."""
+    removed = []
+    prefix, host, now = _tmp_prefix(path), _host(), time.time()
+    for tmp in path.parent.glob(f"{_glob_escape(prefix)}*"):
+        fields = tmp.name[len(prefix) :].rsplit("-", 2)
+        try:
+            old = now - tmp.stat().st_mtime > STALE_TMP_AGE_S
+            dead = len(fields) == 3 and fields[0] == host and fields[1].isdigit() and not _alive(int(fields[1]))
+            if old or dead:
+                tmp.unlink()
+                removed.append(tmp)
+        except FileNotFoundError:  # its writer renamed or removed it meanwhile
+            continue
+    return removed
+
+
+def _glob_escape(text: str) -> str:
+    return re.sub(r"([*?\[])", r"[\1]", text)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _umask() -> int:
@@ -63,9 +153,87 @@ def _umask() -> int:
     return mask
 
 
-def write_text(path: str | os.PathLike, text: str) -> None:
+# ----------------------------------------------------------------------------- checksums
+
+
+def checksum_path(path: str | os.PathLike) -> Path:
+    """The sidecar holding ``path``'s sha256: ``<name>.sha256``."""
+    path = Path(path)
+    return path.with_name(path.name + ".sha256")
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def recorded_digests(path: str | os.PathLike) -> list[str]:
+    """The digests ``path``'s sidecar accepts (one; two while a write of ``path`` is under way), [] if none."""
+    try:
+        text = checksum_path(path).read_text()
+    except (FileNotFoundError, UnicodeDecodeError):
+        return []
+    return [line.split()[0] for line in text.splitlines() if line.split() and len(line.split()[0]) == 64]
+
+
+def _write_sidecar(path: Path, digests: list[str]) -> None:
+    with atomic_path(checksum_path(path)) as tmp:
+        tmp.write_text("".join(f"{d}  {path.name}\n" for d in dict.fromkeys(digests)))
+
+
+def verify_checksum(path: str | os.PathLike, data: bytes | None = None) -> str | None:
+    """None when ``path`` (or ``data``, its bytes already read) matches its sidecar, else why not."""
+    path = Path(path)
+    if data is None:
+        if not path.exists():
+            return "missing"
+        data = path.read_bytes()
+    recorded = recorded_digests(path)
+    if not recorded:
+        return f"no checksum ({checksum_path(path).name} missing or unreadable), so it cannot be trusted"
+    if not data:
+        return "empty file"
+    actual = sha256_bytes(data)
+    if actual not in recorded:
+        return f"checksum mismatch ({len(data)} bytes, sha256 {actual[:12]}..., recorded {recorded[0][:12]}...)"
+    return None
+
+
+def write_bytes(path: str | os.PathLike, data: bytes, checksum: bool = False) -> None:
+    """Atomically write ``data``; with ``checksum`` also its sidecar. The sidecar accepts the old and the
+    new digest while the file is replaced, so a kill at any moment leaves a file that verifies."""
+    path = Path(path)
+    digest = sha256_bytes(data) if checksum else None
+    if digest:
+        _write_sidecar(path, [digest] + recorded_digests(path)[:1])
     with atomic_path(path) as tmp:
-        tmp.write_text(text)
+        with open(tmp, "wb") as f:
+            f.write(data)
+            if checksum:  # files worth a checksum are worth surviving a power loss
+                f.flush()
+                os.fsync(f.fileno())
+    if digest:
+        _write_sidecar(path, [digest])
+
+
+def copy_checked(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """Atomically make ``dst`` a copy of ``src`` with ``src``'s checksum (a hard link where possible)."""
+    src, dst = Path(src), Path(dst)
+    digests = recorded_digests(src)[:1]
+    _write_sidecar(dst, digests + recorded_digests(dst)[:1])
+    with atomic_path(dst) as tmp:
+        tmp.unlink()
+        try:
+            os.link(src, tmp)
+        except OSError:  # no hard links on this filesystem
+            shutil.copyfile(src, tmp)
+    _write_sidecar(dst, digests)
+
+
+# ----------------------------------------------------------------------------- text, JSON, torch
+
+
+def write_text(path: str | os.PathLike, text: str, checksum: bool = False) -> None:
+    write_bytes(path, text.encode(), checksum=checksum)
 
 
 def write_json(path: str | os.PathLike, obj: Any, indent: int | None = 2) -> None:
@@ -90,8 +258,17 @@ def read_json(path: str | os.PathLike) -> Any:
         return json.load(f)
 
 
-def torch_save(obj: Any, path: str | os.PathLike) -> None:
+def torch_bytes(obj: Any) -> bytes:
+    """``obj`` as ``torch.save`` writes it (serialised in memory, so a failed disk write is a Python OSError
+    naming the file, not a torch stream-writer error)."""
+    from io import BytesIO
+
     import torch
 
-    with atomic_path(path) as tmp:
-        torch.save(obj, tmp)
+    buf = BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+def torch_save(obj: Any, path: str | os.PathLike, checksum: bool = False) -> None:
+    write_bytes(path, torch_bytes(obj), checksum=checksum)

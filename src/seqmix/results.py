@@ -16,13 +16,22 @@ Everything a run writes lives under the results root (``config["results"]``), on
 
 A leaf's stage is done when its marker exists and carries the leaf's config hash (``is_done``): a
 half-written leaf, or one of another config, has no such marker and is rebuilt.
+
+Summaries carry a checksum (``<name>.sha256``, ``seqmix.io``): a reader calls ``verify_summary``, which
+refuses a truncated or garbled one, and the DAG moves corrupt outputs aside (``discard_corrupt``) before
+Snakemake looks at them, so it sees them missing and makes them again.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 from pathlib import Path
 
-from .io import read_json
+from .io import checksum_path, read_json, recorded_digests, verify_checksum
+
+log = logging.getLogger("seqmix.results")
 
 STAGES = ("train", "evaluate", "diagnose")
 # the per-leaf marker each stage writes last
@@ -93,3 +102,58 @@ def is_done(marker: str | Path, leaf_hash: str) -> bool:
         return read_json(marker).get("hash") == leaf_hash
     except (ValueError, OSError, AttributeError):
         return False
+
+
+class CorruptResult(ValueError):
+    """A result file that fails its checksum (or does not parse); the message names it and how to remake it."""
+
+
+def verify_summary(path: str | Path) -> None:
+    """Raise ``CorruptResult`` when ``path`` does not match its checksum. A file with no checksum (written
+    before summaries had one) is accepted with a warning: there is nothing to check it against."""
+    path = Path(path)
+    if not recorded_digests(path):
+        log.warning("%s has no checksum (%s); it cannot be verified", path, checksum_path(path).name)
+        return
+    why = verify_checksum(path)
+    if why:
+        raise CorruptResult(
+            f"{path}: {why}. The next DAG run moves it aside and makes it again (seqmix.results.discard_corrupt); "
+            f"or delete it and rerun snakemake"
+        )
+
+
+def is_intact(path: str | Path) -> bool:
+    """True when ``path`` exists and matches its checksum (or has none to match: written before checksums)."""
+    return Path(path).is_file() and (not recorded_digests(path) or verify_checksum(path) is None)
+
+
+def discard_corrupt(paths) -> list[Path]:
+    """Move aside (to ``<name>.corrupt``) each existing file of ``paths`` that fails its checksum, or, for a
+    ``.json`` with no checksum (a cell marker), does not parse; returns the files moved. Run before the DAG
+    is built: Snakemake then sees them missing and reruns the rules that make them."""
+    moved = []
+    for path in map(Path, paths):
+        why = _corruption(path)
+        if why is None:
+            continue
+        log.warning("%s: %s; moved aside to %s.corrupt so the DAG makes it again", path, why, path.name)
+        os.replace(path, path.with_name(path.name + ".corrupt"))
+        if checksum_path(path).exists():
+            os.replace(checksum_path(path), path.with_name(path.name + ".corrupt.sha256"))
+        moved.append(path)
+    return moved
+
+
+def _corruption(path: Path) -> str | None:
+    """Why ``path`` is unusable, or None (also when it does not exist, or has nothing to check it against)."""
+    if not path.is_file():
+        return None
+    if recorded_digests(path):
+        return verify_checksum(path)
+    if path.suffix == ".json":
+        try:
+            json.loads(path.read_text())
+        except (ValueError, UnicodeDecodeError) as e:
+            return f"not valid JSON ({e})"
+    return None

@@ -2,7 +2,8 @@
 
 Every stage:
 - skips a leaf whose completion marker carries the leaf's config hash (a half-written leaf, with no
-  marker or one of another config, is rebuilt; training resumes from its checkpoint),
+  marker or one of another config, is rebuilt; training resumes from its checkpoint); a leaf whose data
+  file fails its checksum (``diagnose.csv``) is rebuilt too,
 - writes its per-leaf files atomically, the marker last,
 - buffers MLflow records per leaf (ingested by the job itself with a tracking server, else by the paper's
   claims step, see ``tracking.ingest_now``),
@@ -19,7 +20,7 @@ from pathlib import Path
 from . import tracking
 from .io import read_json, write_json
 from .results import is_done as _done
-from .results import leaf_marker
+from .results import is_intact, leaf_marker
 
 log = logging.getLogger("seqmix.stages")
 
@@ -214,7 +215,7 @@ def diagnose_cell(run: dict) -> dict:
     for leaf in run["leaves"]:
         out, cfg = Path(leaf["out_dir"]), leaf["config"]
         marker = leaf_marker(out, "diagnose")
-        if not _done(marker, leaf["hash"]):
+        if not (_done(marker, leaf["hash"]) and is_intact(out / "diagnose.csv")):
             trained = _done(leaf_marker(out, "train"), leaf["hash"])
             if trained:
                 task, model = load_trained(cfg, out, rt)
@@ -224,7 +225,7 @@ def diagnose_cell(run: dict) -> dict:
             model.eval()
             t0 = time.perf_counter()
             result = diagnose(task, model, int(cfg["seed"]))
-            write_csv(out / "diagnose.csv", result["rows"])
+            write_csv(out / "diagnose.csv", result["rows"], checksum=True)
             rec = tracking.buffer_record(
                 key=leaf["hash"] + ".diagnose",
                 experiment=run["paper"],

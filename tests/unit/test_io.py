@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import stat
+import time
 from pathlib import Path
 
 import numpy as np
@@ -215,3 +216,110 @@ def test_torch_save_is_atomic_and_loads_with_weights_only(tmp_path):
     assert torch.equal(back["model"]["w"], obj["model"]["w"])
     assert back["step"] == 3 and back["history"] == obj["history"]
     assert _leftovers(tmp_path) == []
+
+
+# ----------------------------------------------------------------------------- stale temporary files
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_next_write_removes_temporaries_a_killed_writer_left(tmp_path):
+    """A kill leaves ``.<name>.tmp-*`` behind (main never removed them): the next write of the same target
+    removes those of dead writers and old ones, keeps a live writer's, and leaves other targets' alone."""
+    from seqmix.io import _host
+
+    target = tmp_path / "checkpoint.pt"
+    host = _host()
+    dead = tmp_path / f".checkpoint.pt.tmp-{host}-{_dead_pid()}-abc123"
+    live = tmp_path / f".checkpoint.pt.tmp-{host}-{os.getpid()}-def456"
+    other_host_fresh = tmp_path / ".checkpoint.pt.tmp-elsewhere-1-ghi789"
+    other_host_old = tmp_path / ".checkpoint.pt.tmp-elsewhere-2-jkl012"
+    legacy_old = tmp_path / ".checkpoint.pt.tmp-x8y9z0ab"  # the naming before writers were recorded
+    other_target = tmp_path / f".model.pt.tmp-{host}-{_dead_pid()}-mno345"
+    for p in (dead, live, other_host_fresh, other_host_old, legacy_old, other_target):
+        p.write_bytes(b"partial")
+    two_hours_ago = time.time() - 7200
+    for p in (other_host_old, legacy_old):
+        os.utime(p, (two_hours_ago, two_hours_ago))
+    write_text(target, "new")
+    assert target.read_text() == "new"
+    assert _leftovers(tmp_path) == sorted(p.name for p in (live, other_host_fresh, other_target))
+
+
+def test_temporary_names_record_host_and_pid(tmp_path):
+    from seqmix.io import _host
+
+    with atomic_path(tmp_path / "a.txt") as tmp:
+        assert tmp.name.startswith(f".a.txt.tmp-{_host()}-{os.getpid()}-")
+        tmp.write_text("x")
+
+
+# ----------------------------------------------------------------------------- checksums
+
+
+def test_checksummed_write_verifies_and_detects_damage(tmp_path):
+    from seqmix.io import checksum_path, verify_checksum, write_bytes
+
+    target = tmp_path / "summary.csv"
+    write_bytes(target, b"a,b\n1,2\n", checksum=True)
+    side = checksum_path(target)
+    assert side.name == "summary.csv.sha256"
+    digest = hashlib.sha256(b"a,b\n1,2\n").hexdigest()
+    assert side.read_text() == f"{digest}  summary.csv\n"
+    assert verify_checksum(target) is None
+    target.write_bytes(b"a,b\n1,")
+    assert verify_checksum(target).startswith("checksum mismatch")
+    target.write_bytes(b"")
+    assert verify_checksum(target) == "empty file"
+    side.unlink()
+    assert "no checksum" in verify_checksum(target)
+    assert verify_checksum(tmp_path / "absent") == "missing"
+
+
+def test_sidecar_accepts_old_and_new_digest_only_while_the_file_is_replaced(tmp_path, monkeypatch):
+    """Killed between the sidecar and the rename, the old file still verifies; after the write only the new."""
+    import seqmix.io as sio
+    from seqmix.io import recorded_digests, verify_checksum, write_bytes
+
+    target = tmp_path / "f.bin"
+    write_bytes(target, b"old", checksum=True)
+    real = sio.os.replace
+
+    def killed_at_rename(src, dst):
+        if Path(dst) == target:
+            raise KeyboardInterrupt
+        return real(src, dst)
+
+    monkeypatch.setattr(sio.os, "replace", killed_at_rename)
+    with pytest.raises(KeyboardInterrupt):
+        write_bytes(target, b"new", checksum=True)
+    assert target.read_bytes() == b"old" and verify_checksum(target) is None
+    assert len(recorded_digests(target)) == 2
+    monkeypatch.setattr(sio.os, "replace", real)
+    write_bytes(target, b"new", checksum=True)
+    assert recorded_digests(target) == [hashlib.sha256(b"new").hexdigest()]
+
+
+def test_copy_checked_keeps_the_checksum(tmp_path):
+    from seqmix.io import copy_checked, verify_checksum, write_bytes
+
+    write_bytes(tmp_path / "a.pt", b"payload", checksum=True)
+    copy_checked(tmp_path / "a.pt", tmp_path / "b.pt")
+    write_bytes(tmp_path / "a.pt", b"newer", checksum=True)  # a replaced, the copy keeps its own bytes
+    assert (tmp_path / "b.pt").read_bytes() == b"payload"
+    assert verify_checksum(tmp_path / "b.pt") is None and verify_checksum(tmp_path / "a.pt") is None
+
+
+def test_torch_save_writes_what_torch_load_reads_and_a_checksum_on_request(tmp_path):
+    from seqmix.io import verify_checksum
+
+    torch_save({"w": torch.arange(3.0)}, tmp_path / "m.pt", checksum=True)
+    assert torch.equal(torch.load(tmp_path / "m.pt", weights_only=True)["w"], torch.arange(3.0))
+    assert verify_checksum(tmp_path / "m.pt") is None

@@ -99,3 +99,16 @@ def claims_inputs(paper):
     """Everything a paper's claims read: each experiment's summary and every declared artefact output."""
     ins = [str(layout.summary_path(RESULTS, paper, e)) for e in PAPERS[paper]["experiments"]]
     return ins + [str(p) for p in A.all_outputs(RESULTS, paper, PAPERS[paper])]
+
+
+def outputs_to_verify(paper):
+    """The outputs whose corruption the DAG repairs: what the claims read and every cell's stage markers."""
+    markers = [str(layout.cell_marker(RESULTS, paper, e, c, s)) for (e, c) in CELLS[paper] for s in stages_of(paper, e)]
+    return claims_inputs(paper) + markers
+
+
+# A summary or marker that fails its checksum (or, a marker, does not parse) is moved aside before the DAG
+# is built, so Snakemake sees it missing and makes it again instead of feeding it on (seqmix.results).
+for _paper in PAPERS:
+    for _bad in layout.discard_corrupt(outputs_to_verify(_paper)):
+        print(f"seqmix: {_bad} was corrupt; moved aside to {_bad.name}.corrupt, it will be made again", file=sys.stderr)

@@ -54,9 +54,10 @@ def tex_escape(text: str) -> str:
     return str(text).translate(_TEX)
 
 
-def write_csv(path: str | Path, rows: list[dict]) -> None:
+def write_csv(path: str | Path, rows: list[dict], checksum: bool = False) -> None:
     """Rows of dicts -> CSV; the header is the union of the keys in order of first appearance, a missing key
-    is an empty cell. Values are written with ``str`` (floats round-trip exactly)."""
+    is an empty cell. Values are written with ``str`` (floats round-trip exactly). ``checksum``: also the
+    sidecar ``<name>.sha256`` a reader verifies (``seqmix.results.verify_summary``)."""
     cols: list[str] = []
     for r in rows:
         cols.extend(c for c in r if c not in cols)
@@ -64,7 +65,7 @@ def write_csv(path: str | Path, rows: list[dict]) -> None:
     w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
     w.writeheader()
     w.writerows(rows)
-    write_text(path, buf.getvalue())
+    write_text(path, buf.getvalue(), checksum=checksum)
 
 
 def _check_frame(df: pd.DataFrame, math_columns: Iterable[str]) -> set[str]:

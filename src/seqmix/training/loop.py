@@ -3,7 +3,9 @@
 Resume contract (DESIGN.md): batch ``step`` is a pure function of (seed, step, rank), so a checkpoint
 holds only model, optimizer, scheduler, step and the loss history, all loadable with
 ``weights_only=True``. A run killed after checkpoint k and started again logs "resumed from step k"
-and ends bit-identical to an uninterrupted run (same thread count).
+and ends bit-identical to an uninterrupted run (same thread count). Checkpoints are checksummed and the
+previous good one is kept (``checkpoint.py``): a corrupt one is discarded with a warning and training
+resumes from the one before, else from scratch, still bit-identical.
 
 Per step the host waits on the device once: the loss and the total gradient norm are checked for
 non-finite values together (``StepGuard``); which tensor went bad is looked up only after a failure.
@@ -22,6 +24,7 @@ import torch
 from ..io import torch_save
 from ..models import build_model
 from ..registry import get_task
+from .checkpoint import load_checkpoint, load_final_weights, save_checkpoint
 from .guard import NonFiniteError, StepGuard  # noqa: F401  (NonFiniteError is part of this module's API)
 from .optim import build_optimizer, build_scheduler
 from .runtime import Runtime, cpu_batches, keep_inputs_on_device
@@ -47,10 +50,11 @@ def build(cfg: dict, runtime: Runtime | None = None):
 
 
 def _load_checkpoint(path: Path, config_hash: str, runtime: Runtime, model, opt, sched) -> dict | None:
-    """The checkpoint's step and history when it belongs to this config (model/optimizer/scheduler loaded)."""
-    if not path.exists():
+    """The checkpoint's step and history when it belongs to this config (model/optimizer/scheduler loaded);
+    the newest checkpoint that verifies is used (``checkpoint.load_checkpoint``)."""
+    ckpt = load_checkpoint(path, map_location=runtime.torch_device)
+    if ckpt is None:
         return None
-    ckpt = torch.load(path, weights_only=True, map_location=runtime.torch_device)
     if ckpt.get("config_hash") != config_hash:
         log.info("%s: checkpoint belongs to another config (%s); starting afresh", path.parent, ckpt.get("config_hash"))
         return None
@@ -133,7 +137,7 @@ def train(
     )
     backends = backends or _report_backends(model, on_backend)  # no step ran (a finished run resumed)
     if distributed.rank() == 0:
-        torch_save(model.state_dict(), out / "model.pt")
+        torch_save(model.state_dict(), out / "model.pt", checksum=True)
     return {
         "history": history,
         "steps": steps,
@@ -219,7 +223,7 @@ def _run_steps(
                 1e3 * per,
                 per * (steps - done),
             )
-            torch_save(
+            save_checkpoint(
                 {
                     "model": model.state_dict(),
                     "optimizer": opt.state_dict(),
@@ -235,10 +239,12 @@ def _run_steps(
 
 def load_trained(cfg: dict, out_dir: str | Path, runtime: Runtime | None = None):
     """(task, model) with the trained weights of a finished leaf, on the runtime's device; a model on a GPU
-    takes the task's CPU batches (its inputs are moved in, its outputs back out)."""
+    takes the task's CPU batches (its inputs are moved in, its outputs back out). A damaged ``model.pt`` is
+    remade from the final checkpoint (``checkpoint.load_final_weights``)."""
     rt = runtime or Runtime()
     task, model = build(cfg, rt)
-    model.load_state_dict(torch.load(Path(out_dir) / "model.pt", weights_only=True, map_location=rt.torch_device))
+    weights = load_final_weights(Path(out_dir) / "model.pt", int(cfg["train"]["steps"]), rt.torch_device)
+    model.load_state_dict(weights)
     model.eval()
     keep_inputs_on_device(model, rt)
     return task, model
