@@ -16,6 +16,7 @@ from .config_base import (  # noqa: F401  (re-exported)
     get_path,
     load_schema,
     load_yaml,
+    reject_non_finite,
     set_path,
     validate,
 )
@@ -43,6 +44,7 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
 
     path = Path(path)
     cfg = load_yaml(path)
+    reject_non_finite(cfg, path)  # before the claims expand: the key path is the file's own
     schema = load_schema("paper", schema_dir)
     origins = expand_paper_claims(cfg, path, schema)
     try:
@@ -84,6 +86,7 @@ def load_all(
     Returns {"globals": config, "papers": {paper: paper_cfg}}.
     """
     root = Path(root)
+    reject_non_finite(config, config_file)
     validate(config, load_schema("config", schema_dir), config_file)
     if (
         config["dispatch"] == "submitit"
