@@ -39,7 +39,7 @@ SCALES = ("tiny", "cpu", "paper")
 def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> dict:
     """A paper's config, validated, with its claim families expanded and the claim defaults applied
     (``cfg["claims"]`` is the flat list the claims engine checks)."""
-    from .config_claims import at_claim_origin, expand_paper_claims, in_member, validate_claim
+    from .config_claims import at_claim_origin, check_claim_columns, expand_paper_claims, in_member, validate_claim
     from .config_components import validate_component_blocks
 
     path = Path(path)
@@ -70,6 +70,7 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
     for claim, (where, params) in zip(cfg.get("claims", []), origins):
         try:
             validate_claim(path, where, claim)
+            check_claim_columns(path, where, claim, cfg)
         except ConfigError as e:
             raise in_member(e, params) from None
     from .artefacts import validate_artefacts  # here: artefacts imports this module
