@@ -44,7 +44,10 @@ def _check_block(paper_file: Path, prefix: str, where: str, block: dict, classes
                 raise ConfigError(paper_file, f"{prefix}.{where}.{keypath}", str(e)) from None
     if "task" in block:
         validate(
-            _without_name(block["task"]), _partial(component_params(classes["task"])), paper_file, f"{prefix}.{where}.task"
+            _without_name(block["task"]),
+            _partial(component_params(classes["task"])),
+            paper_file,
+            f"{prefix}.{where}.task",
         )
     if "model" in block:
         m = dict(block["model"])
@@ -67,7 +70,9 @@ def validate_sweep(paper_file: Path, exp_name: str, exp: dict, base_classes: dic
     if not sweep:
         return
     lists = [("sweep.values", sweep["values"])]
-    lists += [(f"scales.{s}.sweep_values", sc["sweep_values"]) for s, sc in exp["scales"].items() if "sweep_values" in sc]
+    lists += [
+        (f"scales.{s}.sweep_values", sc["sweep_values"]) for s, sc in exp["scales"].items() if "sweep_values" in sc
+    ]
     for where, values in lists:
         points: dict[str, int] = {}
         for i, value in enumerate(values):

@@ -10,8 +10,9 @@ Constraints sit beside the type with ``typing.Annotated`` and an :class:`Opt` ma
 keyword-only parameter, its default recorded, parameters without a default required); the config loader and
 ``build_mixer`` read it, so a default or a bound is written in exactly one place.
 
-Type mapping: bool -> boolean, int -> integer (at most INT_OPTION_MAX unless Opt says), float -> number, str -> string, ``Literal[...]`` -> enum,
-``X | None`` -> adds null, ``dict`` -> object, ``list[X]``/``tuple[X, ...]`` -> array of X, other unions -> anyOf.
+Type mapping: bool -> boolean, int -> integer (at most INT_OPTION_MAX unless Opt says), float -> number,
+str -> string, ``Literal[...]`` -> enum, ``X | None`` -> adds null, ``dict`` -> object,
+``list[X]``/``tuple[X, ...]`` -> array of X, other unions -> anyOf.
 """
 
 from __future__ import annotations

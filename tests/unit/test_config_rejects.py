@@ -19,9 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from seqmix.config import ConfigError, load_all, load_yaml
-
 from conftest import copy_workflow, snakemake_local
+from seqmix.config import ConfigError, load_all, load_yaml
 
 G, P = "config/config.yaml", "config/papers/heads.yaml"
 E1, E2 = "experiments.exp1", "experiments.exp2"
@@ -130,7 +129,13 @@ CASES = [
     ("lr-nan", paper(setp(f"{E1}.base.train.lr", NAN)), P, f"{E1}.base.train.lr", ["finite number", "nan"]),
     ("lr-inf", paper(setp(f"{E1}.base.train.lr", INF)), P, f"{E1}.base.train.lr", ["finite number", "inf"]),
     ("lr-minus-inf", paper(setp(f"{E1}.base.train.lr", -INF)), P, f"{E1}.base.train.lr", ["finite number"]),
-    ("weight-decay-nan", paper(setp(f"{E1}.base.train.weight_decay", NAN)), P, f"{E1}.base.train.weight_decay", ["finite"]),
+    (
+        "weight-decay-nan",
+        paper(setp(f"{E1}.base.train.weight_decay", NAN)),
+        P,
+        f"{E1}.base.train.weight_decay",
+        ["finite"],
+    ),
     ("grad-clip-inf", paper(setp(f"{E1}.base.train.grad_clip", INF)), P, f"{E1}.base.train.grad_clip", ["finite"]),
     ("betas-nan", paper(setp(f"{E1}.base.train.betas", [0.9, NAN])), P, f"{E1}.base.train.betas[1]", ["finite"]),
     ("task-option-nan", paper(setp(f"{E1}.base.task.rho", NAN)), P, f"{E1}.base.task.rho", ["finite"]),
@@ -145,12 +150,30 @@ CASES = [
     ("batch-beyond-bound", paper(setp(f"{E1}.base.train.batch", 10**9)), P, f"{E1}.base.train.batch", ["maximum"]),
     ("task-size-zero", paper(setp(f"{E1}.base.task.n", 0)), P, f"{E1}.base.task.n", ["minimum"]),
     ("task-size-beyond-bound", paper(setp(f"{E1}.base.task.n", 10**12)), P, f"{E1}.base.task.n", ["maximum"]),
-    ("mixer-heads-zero", paper(setp(f"{E1}.base.model.mixer.heads", 0)), P, f"{E1}.base.model.mixer.heads", ["minimum"]),
+    (
+        "mixer-heads-zero",
+        paper(setp(f"{E1}.base.model.mixer.heads", 0)),
+        P,
+        f"{E1}.base.model.mixer.heads",
+        ["minimum"],
+    ),
     ("cell-size-zero", paper(setp(f"{E1}.scales.tiny.cell_size", 0)), P, f"{E1}.scales.tiny.cell_size", ["minimum"]),
     ("seeds-float", paper(setp(f"{E1}.scales.tiny.seeds", [0, 1.5])), P, f"{E1}.scales.tiny.seeds[1]", ["integer"]),
-    ("seeds-integral-float", paper(setp(f"{E1}.scales.tiny.seeds", [0.0])), P, f"{E1}.scales.tiny.seeds[0]", ["integer"]),
+    (
+        "seeds-integral-float",
+        paper(setp(f"{E1}.scales.tiny.seeds", [0.0])),
+        P,
+        f"{E1}.scales.tiny.seeds[0]",
+        ["integer"],
+    ),
     ("seeds-string", paper(setp(f"{E1}.scales.tiny.seeds", ["0"])), P, f"{E1}.scales.tiny.seeds[0]", ["integer"]),
-    ("seed-beyond-bound", paper(setp(f"{E1}.scales.tiny.seeds", [2**70])), P, f"{E1}.scales.tiny.seeds[0]", ["maximum"]),
+    (
+        "seed-beyond-bound",
+        paper(setp(f"{E1}.scales.tiny.seeds", [2**70])),
+        P,
+        f"{E1}.scales.tiny.seeds[0]",
+        ["maximum"],
+    ),
     # ---- path components
     ("sweep-value-slash", paper(setp(f"{E1}.sweep.values", [1, "a/b"])), P, f"{E1}.sweep.values[1]", ["path"]),
     ("sweep-value-dotdot", paper(setp(f"{E1}.sweep.values", [".."])), P, f"{E1}.sweep.values[0]", ["path"]),
@@ -158,15 +181,35 @@ CASES = [
     ("sweep-value-empty", paper(setp(f"{E1}.sweep.values", [""])), P, f"{E1}.sweep.values[0]", ["path"]),
     ("sweep-value-whitespace", paper(setp(f"{E1}.sweep.values", ["a b"])), P, f"{E1}.sweep.values[0]", ["path"]),
     ("sweep-value-control", paper(setp(f"{E1}.sweep.values", ["a\tb"])), P, f"{E1}.sweep.values[0]", ["path"]),
-    ("sweep-value-traversal-in-scale", paper(setp(f"{E1}.scales.tiny.sweep_values", ["/../../x"])), P,
-     f"{E1}.scales.tiny.sweep_values[0]", ["path"]),
+    (
+        "sweep-value-traversal-in-scale",
+        paper(setp(f"{E1}.scales.tiny.sweep_values", ["/../../x"])),
+        P,
+        f"{E1}.scales.tiny.sweep_values[0]",
+        ["path"],
+    ),
     ("sweep-values-collide", paper(setp(f"{E1}.sweep.values", [1, "1"])), P, f"{E1}.sweep.values[1]", ["'H1'"]),
-    ("sweep-value-wrong-type", paper(setp(f"{E1}.sweep.values", [1, "two"])), P, f"{E1}.sweep.values[1]",
-     ["model.mixer.heads", "integer"]),
-    ("experiment-name-path", paper(lambda p: p["experiments"].update({"../x": p["experiments"]["exp2"]})), P,
-     "experiments", ["'../x'", "does not match"]),
-    ("variant-name-path", paper(lambda p: p["experiments"]["exp1"]["variants"].update({"k/9": None})), P,
-     f"{E1}.variants", ["'k/9'"]),
+    (
+        "sweep-value-wrong-type",
+        paper(setp(f"{E1}.sweep.values", [1, "two"])),
+        P,
+        f"{E1}.sweep.values[1]",
+        ["model.mixer.heads", "integer"],
+    ),
+    (
+        "experiment-name-path",
+        paper(lambda p: p["experiments"].update({"../x": p["experiments"]["exp2"]})),
+        P,
+        "experiments",
+        ["'../x'", "does not match"],
+    ),
+    (
+        "variant-name-path",
+        paper(lambda p: p["experiments"]["exp1"]["variants"].update({"k/9": None})),
+        P,
+        f"{E1}.variants",
+        ["'k/9'"],
+    ),
     # ---- unknown keys, wrong types, unknown names
     ("paper-unknown-top-key", paper(setp("bogus", 1)), P, "", ["'bogus' was unexpected"]),
     ("train-unknown-key", paper(setp(f"{E1}.base.train.lr_max", 1)), P, f"{E1}.base.train", ["'lr_max'"]),
@@ -176,20 +219,46 @@ CASES = [
     ("claim-ours-unknown-key", paper(setp("claims.6.ours.metrc", "x")), P, "claims[6].ours", ["'metrc'"]),
     ("lr-wrong-type", paper(setp(f"{E1}.base.train.lr", "fast")), P, f"{E1}.base.train.lr", ["expected number"]),
     ("unknown-task", paper(setp(f"{E1}.base.task.name", "bogus")), P, f"{E1}.base.task.name", ["'bogus'"]),
-    ("unknown-mixer", paper(setp(f"{E1}.base.model.mixer.name", "bogus")), P, f"{E1}.base.model.mixer.name", ["'bogus'"]),
+    (
+        "unknown-mixer",
+        paper(setp(f"{E1}.base.model.mixer.name", "bogus")),
+        P,
+        f"{E1}.base.model.mixer.name",
+        ["'bogus'"],
+    ),
     ("claim-unknown-scale", paper(setp("claims.6.expected_at", ["huge"])), P, "claims[6].expected_at[0]", ["'huge'"]),
     # ---- claims reading what nothing writes
-    ("claim-unknown-table", paper(add_claim(ours__table="exp9")), P, "claims[{last}].ours.table",
-     ["'exp9'", "exp1, exp2", "theory"]),
+    (
+        "claim-unknown-table",
+        paper(add_claim(ours__table="exp9")),
+        P,
+        "claims[{last}].ours.table",
+        ["'exp9'", "exp1, exp2", "theory"],
+    ),
     ("claim-table-is-a-figure", paper(add_claim(ours__table="figure1")), P, "claims[{last}].ours.table", ["'figure1'"]),
-    ("claim-unknown-metric", paper(add_claim(ours__metric="accuracy")), P, "claims[{last}].ours.metric",
-     ["'accuracy'", "rotation_teacher", "test_mse"]),
-    ("claim-metric-of-another-stage", paper(add_claim(ours__table="exp2")), P, "claims[{last}].ours.metric",
-     ["'test_mse'", "lag_sensitivity", "diagnose"]),
+    (
+        "claim-unknown-metric",
+        paper(add_claim(ours__metric="accuracy")),
+        P,
+        "claims[{last}].ours.metric",
+        ["'accuracy'", "rotation_teacher", "test_mse"],
+    ),
+    (
+        "claim-metric-of-another-stage",
+        paper(add_claim(ours__table="exp2")),
+        P,
+        "claims[{last}].ours.metric",
+        ["'test_mse'", "lag_sensitivity", "diagnose"],
+    ),
     ("claim-unknown-over-column", paper(add_claim(ours__over="H")), P, "claims[{last}].ours.over", ["'H'"]),
     ("claim-unknown-where-column", paper(add_claim(ours__where={"k": 8})), P, "claims[{last}].ours.where.k", ["'k'"]),
-    ("claim-unknown-relative-metric", paper(setp("claims.18.check.relative_to.metric", "ln_rh")), P,
-     "claims[18].check.relative_to.metric", ["'ln_rh'"]),
+    (
+        "claim-unknown-relative-metric",
+        paper(setp("claims.18.check.relative_to.metric", "ln_rh")),
+        P,
+        "claims[18].check.relative_to.metric",
+        ["'ln_rh'"],
+    ),
 ]
 
 
@@ -233,3 +302,43 @@ def test_snakemake_names_the_line_of_a_yaml_error_in_config_yaml(tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out
     assert "config/config.yaml: <top>: malformed YAML at line 4" in out, out
+
+
+def _first_leaf_per_variant(root: Path) -> list:
+    from seqmix.config import expand_leaves
+
+    loaded = load_all(load_yaml(root / G), root=root, config_file=str(root / G))
+    out = []
+    for paper_id, paper_cfg in loaded["papers"].items():
+        seen = set()
+        for leaf in expand_leaves(paper_id, paper_cfg, "tiny"):
+            if (leaf.experiment, leaf.variant) not in seen:
+                seen.add((leaf.experiment, leaf.variant))
+                out.append((paper_cfg["experiments"][leaf.experiment], leaf))
+    return out
+
+
+def test_declared_summary_columns_cover_what_the_stages_write(root):
+    """The declaration claims are checked against (Task.summary_columns) must cover every column the last
+    stage really writes: a column missing from it would refuse a valid claim. Untrained models at the tiny
+    scale write the same keys as trained ones."""
+    import fnmatch
+
+    import torch
+
+    from seqmix.config_claims import LEAF_COLUMNS
+    from seqmix.diagnostics.probes import diagnose
+    from seqmix.training.loop import build
+
+    torch.set_num_threads(1)
+    for exp, leaf in _first_leaf_per_variant(root):
+        stage = (exp.get("stages") or ["train", "evaluate"])[-1]
+        task, model = build(leaf.config)
+        model.eval()
+        if stage == "evaluate":
+            columns = set(task.evaluate(model))
+        else:
+            columns = set().union(*(row.keys() for row in diagnose(task, model, leaf.seed)["rows"]))
+        declared = (*LEAF_COLUMNS[stage], *type(task).summary_columns[stage])
+        missing = sorted(c for c in columns if not any(fnmatch.fnmatchcase(c, p) for p in declared))
+        assert not missing, (leaf.paper, leaf.experiment, missing)
