@@ -210,6 +210,13 @@ CASES = [
         f"{E1}.variants",
         ["'k/9'"],
     ),
+    (
+        "artefact-writes-dotdot",
+        paper(setp("artefacts.table1.writes", ["table1.md", ".."])),
+        P,
+        "artefacts.table1.writes[1]",
+        ["does not match"],
+    ),
     # ---- unknown keys, wrong types, unknown names
     ("paper-unknown-top-key", paper(setp("bogus", 1)), P, "", ["'bogus' was unexpected"]),
     ("train-unknown-key", paper(setp(f"{E1}.base.train.lr_max", 1)), P, f"{E1}.base.train", ["'lr_max'"]),
