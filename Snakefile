@@ -2,9 +2,22 @@
 # Thin on purpose: configs are validated here, then the rules in workflow/rules/ build the DAG.
 # Usage: snakemake --workflow-profile profiles/local            (tiny scale, what `make reproduce` runs)
 #        snakemake --workflow-profile profiles/local --config scale=cpu
+import sys
+from pathlib import Path
+
 from snakemake.utils import min_version
 
 min_version("9.0")
+
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))  # the library, also without an install
+from seqmix.config_base import ConfigError, load_yaml
+
+# Read with seqmix's loader first: Snakemake's own says only "not valid JSON or YAML" for a syntax error
+# and silently keeps the last of a key given twice; this one names the file, the line and the key.
+try:
+    load_yaml("config/config.yaml")
+except ConfigError as e:
+    raise WorkflowError(f"config error: {e}")
 
 
 configfile: "config/config.yaml"

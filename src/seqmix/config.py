@@ -16,6 +16,7 @@ from .config_base import (  # noqa: F401  (re-exported)
     get_path,
     load_schema,
     load_yaml,
+    reject_non_finite,
     set_path,
     validate,
 )
@@ -38,11 +39,12 @@ SCALES = ("tiny", "cpu", "paper")
 def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> dict:
     """A paper's config, validated, with its claim families expanded and the claim defaults applied
     (``cfg["claims"]`` is the flat list the claims engine checks)."""
-    from .config_claims import at_claim_origin, expand_paper_claims, in_member, validate_claim
+    from .config_claims import at_claim_origin, check_claim_columns, expand_paper_claims, in_member, validate_claim
     from .config_components import validate_component_blocks
 
     path = Path(path)
     cfg = load_yaml(path)
+    reject_non_finite(cfg, path)  # before the claims expand: the key path is the file's own
     schema = load_schema("paper", schema_dir)
     origins = expand_paper_claims(cfg, path, schema)
     try:
@@ -68,6 +70,7 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
     for claim, (where, params) in zip(cfg.get("claims", []), origins):
         try:
             validate_claim(path, where, claim)
+            check_claim_columns(path, where, claim, cfg)
         except ConfigError as e:
             raise in_member(e, params) from None
     from .artefacts import validate_artefacts  # here: artefacts imports this module
@@ -84,6 +87,7 @@ def load_all(
     Returns {"globals": config, "papers": {paper: paper_cfg}}.
     """
     root = Path(root)
+    reject_non_finite(config, config_file)
     validate(config, load_schema("config", schema_dir), config_file)
     if (
         config["dispatch"] == "submitit"

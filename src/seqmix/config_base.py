@@ -5,6 +5,8 @@ so every config module (claims, components, artefacts, leaves) can build on it w
 from __future__ import annotations
 
 import copy
+import functools
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -26,16 +28,60 @@ class ConfigError(ValueError):
 
 
 def load_yaml(path: str | Path) -> Any:
+    """The YAML document of ``path``; a syntax error or a key given twice in one mapping (which PyYAML
+    silently resolves to the last one: a copy-pasted experiment would replace the first) is a ConfigError
+    naming the line."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(path, "", "file does not exist")
     try:
         with open(path) as f:
-            return yaml.safe_load(f)
+            loader = yaml.SafeLoader(f)
+            try:
+                node = loader.get_single_node()
+                if node is None:
+                    return None
+                _reject_duplicate_keys(path, node, [])
+                return loader.construct_document(node)
+            finally:
+                loader.dispose()
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
         raise ConfigError(path, "", f"malformed YAML at {where}: {getattr(e, 'problem', e)}") from None
+
+
+def _reject_duplicate_keys(path: Path, node: yaml.Node, parts: list) -> None:
+    if isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _reject_duplicate_keys(path, item, [*parts, i])
+    elif isinstance(node, yaml.MappingNode):
+        first: dict = {}
+        for key, value in node.value:
+            name = key.value if isinstance(key, yaml.ScalarNode) else None
+            if name is not None and name in first:
+                raise ConfigError(
+                    path,
+                    _keypath([*parts, name]),
+                    f"duplicate key {name!r} at line {key.start_mark.line + 1} (first at line {first[name]}): "
+                    "expected each key once per mapping",
+                )
+            if name is not None:
+                first[name] = key.start_mark.line + 1
+            _reject_duplicate_keys(path, value, [*parts, name])
+
+
+def reject_non_finite(data: Any, file: str | Path, parts: tuple = ()) -> None:
+    """Every number of a config must be finite: JSON schema bounds are comparisons, and every comparison
+    with NaN is false, so ``lr: .nan`` would pass ``exclusiveMinimum: 0`` and fail inside the optimiser."""
+    if isinstance(data, float) and not math.isfinite(data):
+        raise ConfigError(file, _keypath(parts), f"expected a finite number, got {data!r}")
+    if isinstance(data, dict):
+        for k, v in data.items():
+            reject_non_finite(v, file, (*parts, k))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            reject_non_finite(v, file, (*parts, i))
 
 
 def _keypath(parts: Iterable[Any]) -> str:
@@ -49,7 +95,7 @@ def validate(instance: Any, schema: dict, file: str | Path, prefix: str = "") ->
     """Validate against a JSON schema; raise ConfigError for the most relevant error."""
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = _strict_validator()(schema)
     errors = sorted(validator.iter_errors(instance), key=lambda e: (len(list(e.absolute_path)), str(e.message)))
     if not errors:
         return
@@ -72,6 +118,19 @@ def validate(instance: Any, schema: dict, file: str | Path, prefix: str = "") ->
     elif err.validator == "type":
         expected = f"expected {err.validator_value}, got {type(err.instance).__name__} {err.instance!r}"
     raise ConfigError(file, path, expected)
+
+
+@functools.cache
+def _strict_validator() -> Any:
+    """Draft 2020-12 with ``integer`` meaning a Python int: the draft accepts 3000.0 as an integer, which a
+    step count, a seed or a size then carries into range() or a path ('seed0.0') as a float."""
+    import jsonschema
+
+    def is_int(checker, instance) -> bool:
+        return isinstance(instance, int) and not isinstance(instance, bool)
+
+    base = jsonschema.Draft202012Validator
+    return jsonschema.validators.extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", is_int))
 
 
 def _discriminator(err: Any) -> tuple[str, list] | None:

@@ -69,3 +69,67 @@ def validate_claim(path: Path, where: str, claim: dict) -> None:
                 f"{where}.check",
                 f"within needs lo/hi, a target, or a numeric reported value (reported is {claim.get('reported')!r})",
             )
+
+
+# The columns seqmix.stages writes for every leaf beside its task's own (evaluate_cell, diagnose_cell; the
+# train markers when an experiment's last stage is train).
+LEAF_COLUMNS = {
+    "train": ("id", "hash", "steps", "resumed_from", "seconds", "final_train_loss", "diagnostics_seconds", "backend"),
+    "evaluate": ("id", "hash", "variant", "point", "sweep_value", "seed"),
+    "diagnose": ("id", "hash", "variant", "point", "sweep_value", "seed", "model"),
+}
+
+
+def check_claim_columns(path: Path, where: str, claim: dict, cfg: dict) -> None:
+    """A claim reads ``results/<paper>/<ours.table>/summary.csv``: the table must be an experiment (collect
+    writes it) or an analysis artefact that writes ``summary.csv``; for an experiment, every column the
+    claim names (metric, over, where and ratio_to keys, relative_to.metric) must be one its last stage
+    declares (``Task.summary_columns`` beside LEAF_COLUMNS). Otherwise the claim would end as 'not run'
+    after every job had run. An analysis table's columns are the artefact's own and are not declared."""
+    import fnmatch
+
+    from . import registry
+
+    ours, experiments = claim["ours"], cfg.get("experiments") or {}
+    table = ours["table"]
+    analyses = sorted(
+        a for a, d in (cfg.get("artefacts") or {}).items() if d["kind"] == "analysis" and "summary.csv" in d["writes"]
+    )
+    if table in analyses:
+        return
+    if table not in experiments:
+        raise ConfigError(
+            path,
+            f"{where}.ours.table",
+            f"{table!r} is no table a job writes: expected an experiment ({', '.join(experiments) or '-'}) or an "
+            f"analysis artefact writing summary.csv ({', '.join(analyses) or '-'})",
+        )
+    exp = experiments[table]
+    stage = (exp.get("stages") or ["train", "evaluate"])[-1]
+    names = sorted(_task_names(exp))
+    declared = list(LEAF_COLUMNS[stage])
+    for name in names:
+        declared += registry.get("task", name).summary_columns.get(stage, ())
+    wanted = [("ours.metric", ours["metric"])]
+    wanted += [("ours.over", ours["over"])] if ours.get("over") else []
+    wanted += [(f"ours.where.{k}", k) for k in ours.get("where") or {}]
+    wanted += [(f"ours.ratio_to.{k}", k) for k in ours.get("ratio_to") or {}]
+    ref = claim["check"].get("relative_to")
+    wanted += [("check.relative_to.metric", ref["metric"])] if ref else []
+    for keypath, column in wanted:
+        if not any(fnmatch.fnmatchcase(str(column), p) for p in declared):
+            raise ConfigError(
+                path,
+                f"{where}.{keypath}",
+                f"{column!r} is not a column of {table}/summary.csv: its last stage {stage!r} of task "
+                f"{', '.join(names)} writes {', '.join(declared)} (Task.summary_columns)",
+            )
+
+
+def _task_names(exp: dict) -> set[str]:
+    """The tasks an experiment's leaves run: the base's and any a variant or a scale names."""
+    blocks = [exp.get("base") or {}]
+    for vspec in (exp.get("variants") or {}).values():
+        blocks += [vspec or {}, *((vspec or {}).get("scales") or {}).values()]
+    blocks += [sc.get("set") or {} for sc in (exp.get("scales") or {}).values()]
+    return {b["task"]["name"] for b in blocks if isinstance(b.get("task"), dict) and "name" in b["task"]}

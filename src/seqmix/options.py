@@ -10,8 +10,9 @@ Constraints sit beside the type with ``typing.Annotated`` and an :class:`Opt` ma
 keyword-only parameter, its default recorded, parameters without a default required); the config loader and
 ``build_mixer`` read it, so a default or a bound is written in exactly one place.
 
-Type mapping: bool -> boolean, int -> integer, float -> number, str -> string, ``Literal[...]`` -> enum,
-``X | None`` -> adds null, ``dict`` -> object, ``list[X]``/``tuple[X, ...]`` -> array of X, other unions -> anyOf.
+Type mapping: bool -> boolean, int -> integer (at most INT_OPTION_MAX unless Opt says), float -> number,
+str -> string, ``Literal[...]`` -> enum, ``X | None`` -> adds null, ``dict`` -> object,
+``list[X]``/``tuple[X, ...]`` -> array of X, other unions -> anyOf.
 """
 
 from __future__ import annotations
@@ -156,11 +157,18 @@ def type_schema(tp: Any) -> dict:
     return schema
 
 
+# Every integer option is bounded even when its declaration gives no maximum: a size, count or seed beyond
+# int32 cannot index a tensor on every backend and is beyond any memory, so a larger value is a typo
+# (``n: 1000000000000``) that would otherwise fail deep inside torch, or run for ever. Opt(maximum=...) wins.
+INT_OPTION_MAX = 2**31 - 1
+
 _NUMERIC = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 _SCALARS = {bool: "boolean", int: "integer", float: "number", str: "string", dict: "object"}
 
 
 def _bare_schema(tp: Any) -> dict:
+    if tp is int:
+        return {"type": "integer", "maximum": INT_OPTION_MAX}
     if tp in _SCALARS:
         return {"type": _SCALARS[tp]}
     if tp is Any:
@@ -182,7 +190,8 @@ def _bare_schema(tp: Any) -> dict:
         members = [a for a in args if a is not type(None)]
         nullable = len(members) < len(args)
         if len(members) == 1 and members[0] in _SCALARS:
-            return {"type": [_SCALARS[members[0]], "null"] if nullable else _SCALARS[members[0]]}
+            one = _bare_schema(members[0])
+            return {**one, "type": [one["type"], "null"]} if nullable else one
         alts = [_bare_schema(a) for a in members] + ([{"type": "null"}] if nullable else [])
         return {"anyOf": alts}
     raise TypeError(f"no JSON schema for the option type {tp!r}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 
 
@@ -11,6 +13,10 @@ class Task:
     d_in: int
     d_out: int
     seq_len: int
+    # The columns each stage adds to the experiment's summary.csv, as fnmatch patterns (``cos_z*``: one per
+    # layer), beside the leaf's own (seqmix.config_claims.LEAF_COLUMNS). Claims naming a column no stage
+    # declares are refused before any job (seqmix.config_claims.check_claim_columns).
+    summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def model_inputs(self) -> dict:
         """What a model built for this task is given, as keyword arguments (sizes, fixed tensors): the model

@@ -11,7 +11,7 @@ are the probe ``seqmix.diagnostics.lag_sensitivity.diagnose``.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import torch
 
@@ -23,6 +23,16 @@ from .base import Task
 
 @register_task("lag_sensitivity")
 class LagSensitivity(Task):
+    # the diagnose probe's rows (seqmix.diagnostics.lag_sensitivity): norms per (T, draw), closed forms for
+    # an SSM, the uniform-attention approximation for attention
+    summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {
+        "diagnose": (
+            *("T", "lag", "draw", "fro", "spec", "sumgrad"),
+            *("closed_form", "rel_err", "bound", "bound_ratio", "rho", "ln_rho", "fro_per_rho_lag"),
+            *("uniform_approx", "fro_times_T"),
+        )
+    }
+
     def __init__(
         self,
         *,

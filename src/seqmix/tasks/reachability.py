@@ -23,7 +23,7 @@ import hashlib
 import logging
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import torch
 
@@ -107,6 +107,17 @@ def eval_set(n: int, p: float, L: int, eval_seed: int, size: int, semantics: str
 
 @register_task("reachability")
 class Reachability(Task):
+    # cascade_diagnostics (reachability_metrics): per slot z<c>, per layer l<c>, and their means
+    summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {
+        "evaluate": (
+            *("cos_z*", "recall_z*", "r_z*", "r_ideal_z*", "gap_z*"),
+            *("sel_src_l*", "sel_front_l*", "alpha_eff_med_l*", "alpha_eff_mean_l*", "cos_theory_l*"),
+            *("A_l*", "B_l*", "absA_max", "gamma_l*", "gamma_scaled_l*", "qk_specnorm_l*", "alpha_l*"),
+            *("qk_*_l*", "ov_*_l*", "qk_*_mean", "ov_*_mean", "grad_norm_l*", "eval_loss"),
+            *("acc_new_frontier", "acc_lexmin", "acc_two_candidate", "frac_mf0_last"),
+        )
+    }
+
     """Reachability by superposition (frontier-superposition paper). ``batch`` returns (x, y) with
     x = (adj, root) and y the GraphBatch; the model maps x to its slots."""
 

@@ -9,7 +9,7 @@ raise the H >= k error floor, heads spec §2.3.1).
 from __future__ import annotations
 
 import math
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import torch
 
@@ -56,6 +56,10 @@ def teacher_operator(k: int, n: int, rho: float = 1.0) -> torch.Tensor:
 
 @register_task("rotation_teacher")
 class RotationTeacher(Task):
+    summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {
+        "evaluate": ("test_mse", "norm_mse", "mse_opt", "mse_ratio", "sup_err", "probe_err")
+    }
+
     def __init__(
         self,
         *,
