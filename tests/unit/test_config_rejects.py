@@ -25,6 +25,17 @@ from seqmix.config import ConfigError, load_all, load_yaml
 G, P = "config/config.yaml", "config/papers/heads.yaml"
 E1, E2 = "experiments.exp1", "experiments.exp2"
 NAN, INF = math.nan, math.inf
+# the raw index of exp1-k8-monotone (a plain ordering claim) in heads.yaml's claims, so adding claims never shifts it
+K8 = next(
+    i
+    for i, c in enumerate(yaml.safe_load((Path(__file__).resolve().parents[2] / P).read_text())["claims"])
+    if c.get("id") == "exp1-k8-monotone"
+)
+RATE = next(  # exp2-ssm-rate: the claim with check.relative_to
+    i
+    for i, c in enumerate(yaml.safe_load((Path(__file__).resolve().parents[2] / P).read_text())["claims"])
+    if c.get("id") == "exp2-ssm-rate"
+)
 
 
 @pytest.fixture
@@ -69,12 +80,17 @@ def setp(dotted: str, value):
     return mut
 
 
+def plain_claim(p) -> dict:
+    """A copy of exp1-k8-monotone (a plain ordering claim), found by id so new claims never shift it."""
+    return copy.deepcopy(next(c for c in p["claims"] if c.get("id") == "exp1-k8-monotone"))
+
+
 def add_claim(**changes):
-    """Append a copy of claim 6 (exp1-k8-monotone, a plain ordering claim) with ``changes`` to its ``ours``/
+    """Append a copy of exp1-k8-monotone (a plain ordering claim) with ``changes`` to its ``ours``/
     ``check`` (dotted keys), as the last claim."""
 
     def mut(p):
-        c = copy.deepcopy(p["claims"][6])
+        c = plain_claim(p)
         c["id"] = "extra-claim"
         for k, v in changes.items():
             setp(k.replace("__", "."), v)(c)
@@ -84,7 +100,7 @@ def add_claim(**changes):
 
 
 def dup_claim_id(p):
-    c = copy.deepcopy(p["claims"][6])
+    c = plain_claim(p)
     p["claims"].append(c)
 
 
@@ -124,7 +140,7 @@ CASES = [
     # ---- config/papers/heads.yaml: YAML
     ("paper-yaml-syntax-error", text(P, yaml_error), P, "", ["malformed YAML at line 4"]),
     ("paper-duplicate-experiment-id", text(P, dup_experiment), P, "experiments.exp1", ["duplicate key 'exp1'"]),
-    ("paper-duplicate-claim-id", paper(dup_claim_id), P, "claims[{last}].id", ["'exp1-k8-monotone'", "claims[6]"]),
+    ("paper-duplicate-claim-id", paper(dup_claim_id), P, "claims[{last}].id", ["'exp1-k8-monotone'", f"claims[{K8}]"]),
     # ---- non-finite numbers
     ("lr-nan", paper(setp(f"{E1}.base.train.lr", NAN)), P, f"{E1}.base.train.lr", ["finite number", "nan"]),
     ("lr-inf", paper(setp(f"{E1}.base.train.lr", INF)), P, f"{E1}.base.train.lr", ["finite number", "inf"]),
@@ -140,7 +156,7 @@ CASES = [
     ("betas-nan", paper(setp(f"{E1}.base.train.betas", [0.9, NAN])), P, f"{E1}.base.train.betas[1]", ["finite"]),
     ("task-option-nan", paper(setp(f"{E1}.base.task.rho", NAN)), P, f"{E1}.base.task.rho", ["finite"]),
     ("claim-atol-nan", paper(setp("claims.1.check.atol", NAN)), P, "claims[1].check.atol", ["finite"]),
-    ("claim-rtol-inf", paper(setp("claims.6.check.rtol", INF)), P, "claims[6].check.rtol", ["finite"]),
+    ("claim-rtol-inf", paper(setp(f"claims.{K8}.check.rtol", INF)), P, f"claims[{K8}].check.rtol", ["finite"]),
     ("claim-target-nan", paper(setp("claims.1.check.target", NAN)), P, "claims[1].check.target", ["finite"]),
     # ---- sizes, steps, seeds
     ("steps-1e12", paper(setp(f"{E1}.base.train.steps", 10**12)), P, f"{E1}.base.train.steps", ["maximum"]),
@@ -223,7 +239,7 @@ CASES = [
     ("eval-unknown-key", paper(setp(f"{E1}.base.eval", {"evry": 5})), P, f"{E1}.base.eval", ["'evry'"]),
     ("eval-every-negative", paper(setp(f"{E1}.base.eval", {"every": -1})), P, f"{E1}.base.eval.every", ["minimum"]),
     ("scale-unknown-key", paper(setp(f"{E1}.scales.tiny.step", 1)), P, f"{E1}.scales.tiny", ["'step'"]),
-    ("claim-ours-unknown-key", paper(setp("claims.6.ours.metrc", "x")), P, "claims[6].ours", ["'metrc'"]),
+    ("claim-ours-unknown-key", paper(setp(f"claims.{K8}.ours.metrc", "x")), P, f"claims[{K8}].ours", ["'metrc'"]),
     ("lr-wrong-type", paper(setp(f"{E1}.base.train.lr", "fast")), P, f"{E1}.base.train.lr", ["expected number"]),
     ("unknown-task", paper(setp(f"{E1}.base.task.name", "bogus")), P, f"{E1}.base.task.name", ["'bogus'"]),
     (
@@ -233,7 +249,13 @@ CASES = [
         f"{E1}.base.model.mixer.name",
         ["'bogus'"],
     ),
-    ("claim-unknown-scale", paper(setp("claims.6.expected_at", ["huge"])), P, "claims[6].expected_at[0]", ["'huge'"]),
+    (
+        "claim-unknown-scale",
+        paper(setp(f"claims.{K8}.expected_at", ["huge"])),
+        P,
+        f"claims[{K8}].expected_at[0]",
+        ["'huge'"],
+    ),
     # ---- claims reading what nothing writes
     (
         "claim-unknown-table",
@@ -261,9 +283,9 @@ CASES = [
     ("claim-unknown-where-column", paper(add_claim(ours__where={"k": 8})), P, "claims[{last}].ours.where.k", ["'k'"]),
     (
         "claim-unknown-relative-metric",
-        paper(setp("claims.18.check.relative_to.metric", "ln_rh")),
+        paper(setp(f"claims.{RATE}.check.relative_to.metric", "ln_rh")),
         P,
-        "claims[18].check.relative_to.metric",
+        f"claims[{RATE}].check.relative_to.metric",
         ["'ln_rh'"],
     ),
 ]
