@@ -89,6 +89,7 @@ __all__ = [
     "InvalidInput",
     "MissingResults",
     "_aggregate",
+    "claim_kind",
     "evaluate_claim",
     "evaluate_claims",
     "load_table",
