@@ -97,7 +97,8 @@ def count_table(df: pd.DataFrame) -> pd.DataFrame:
 def _md_table(df: pd.DataFrame) -> list[str]:
     cells = [[str(c) for c in df.columns]] + [[str(v) for v in row] for row in df.itertuples(index=False)]
     esc = [[c.replace("|", "\\|").replace("\n", " ") for c in row] for row in cells]
-    return ["| " + " | ".join(esc[0]) + " |", "|" + "---|" * len(esc[0])] + ["| " + " | ".join(r) + " |" for r in esc[1:]]
+    head = ["| " + " | ".join(esc[0]) + " |", "|" + "---|" * len(esc[0])]
+    return head + ["| " + " | ".join(r) + " |" for r in esc[1:]]
 
 
 def _verdict_cell(r: pd.Series) -> str:

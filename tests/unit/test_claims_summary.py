@@ -99,3 +99,16 @@ def test_claims_summary_without_claims_fails_plainly(tmp_path, root):
         cwd=root,
     )
     assert r.returncode != 0 and "no <paper>/claims.csv under" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_report_index_leads_with_reproduction_counts(tmp_path):
+    """results/report.md lists each paper's verdict counts per kind, reproduction first (it listed one
+    undivided count, identities and reproductions together)."""
+    from seqmix.report.index import write_index
+
+    results = tmp_path / "results"
+    _write(results, "alpha", [_row("c", "closed-form", C.HOLDS), _row("p", "paper", C.DIFFERS)])
+    write_index(results, ["alpha"], "tiny", results / "report.md")
+    lines = (results / "report.md").read_text().splitlines()
+    i = next(n for n, ln in enumerate(lines) if ln.startswith("- claims: [alpha/claims.md]"))
+    assert lines[i + 1 : i + 3] == ["  - reproduction (paper): differs: 1", "  - consistency (closed-form): holds: 1"]
