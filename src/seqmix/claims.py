@@ -22,7 +22,8 @@ Keys of a claim besides its selection and check:
   measurement against a law we or the spec derived, said so) or ``consistency`` (an identity, or a formula
   evaluated against itself: a unit test of the code, never evidence). Default from ``source``: paper ->
   reproduction, spec-derived -> derived, closed-form -> consistency. Set it where they disagree (e.g. a
-  paper-labelled statement that is an identity is ``kind: consistency``).
+  paper-labelled statement that is an identity is ``kind: consistency``); ``reproduction`` needs
+  ``source: paper`` (seqmix.config_claims.validate_claim).
 - ``by_construction: "<reason>"``: the claim holds for any data of the right shape (e.g. a ratio fixed by
   zero row sums); it is still checked, but shown as "holds (by construction: <reason>)" and counted apart,
   never as evidence.

@@ -552,6 +552,14 @@ CASES = [
         ["'evidence' is not one of ['reproduction', 'derived', 'consistency']"],
     ),
     (
+        "claim-reproduction-of-a-spec-value",
+        None,
+        lambda p: p["claims"][0].update(source="spec-derived", kind="reproduction"),
+        PAPER,
+        "claims[0].kind",
+        ["kind 'reproduction' compares with the paper's own number", "source is 'spec-derived'"],
+    ),
+    (
         "claim-empty-by-construction",
         None,
         lambda p: p["claims"][0].update(by_construction=""),
