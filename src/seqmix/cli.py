@@ -91,10 +91,24 @@ def cmd_claims(args):
 
     _setup(args.threads, torch_now=False)
     spec = read_json(args.run)
+    from .tracking import git_sha
+
     results = claims.evaluate_claims(spec["claims"], Path(spec["paper_dir"]), spec["scale"])
-    claims.write_claims(results, Path(args.out_md), Path(args.out_csv), spec["paper"], spec["scale"])
+    claims.write_claims(results, Path(args.out_md), Path(args.out_csv), spec["paper"], spec["scale"], git_sha())
     artefacts = [p for paths in spec["inputs"]["artefacts"].values() for p in paths]
     _log_paper_artefacts(spec, [args.out_md, args.out_csv] + artefacts)
+
+
+def cmd_claims_summary(args):
+    """The verdict counts per paper and kind (with scale and commit) that the README shows."""
+    from .claims import write_counts
+
+    command = f"python -m seqmix claims-summary --results {args.results} --out {args.out}"
+    try:
+        table = write_counts(Path(args.results), Path(args.out), command)
+    except FileNotFoundError as e:
+        raise SystemExit(str(e)) from None
+    print(f"{args.out}: {len(table)} rows from {table['paper'].nunique()} papers")
 
 
 def _log_paper_artefacts(spec: dict, files: list[str]) -> None:
@@ -270,6 +284,9 @@ def main(argv: list[str] | None = None) -> None:
     sp.add_argument("--run", required=True, help="the claims step's run spec JSON")
     sp.add_argument("--out-md", required=True)
     sp.add_argument("--out-csv", required=True)
+    sp = add("claims-summary", cmd_claims_summary, "verdict counts per paper and kind, from results/*/claims.csv")
+    sp.add_argument("--results", default="results")
+    sp.add_argument("--out", default="docs/measured/claims_counts.md")
     sp = add("mlflow-init", cmd_mlflow_init, "create the MLflow store and experiments once")
     sp.add_argument("--uri", required=True)
     sp.add_argument("--results", required=True)

@@ -1,5 +1,5 @@
 """The tiny heads DAG in a temporary directory, run once per test session and shared by the tests:
-outputs, closed-form claims, MLflow runs/tags/metric counts, a no-op second run, a hyperparameter
+outputs, consistency claims, MLflow runs/tags/metric counts, a no-op second run, a hyperparameter
 change that re-runs only the cells it touches, and an artefact setting that re-runs only that artefact."""
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import pandas as pd
 import pytest
 
 from conftest import copy_workflow, snakemake_local
+from seqmix.claims import VERDICTS
+from seqmix.config import load_paper
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -128,16 +130,23 @@ def test_mlflow_one_diagnose_run_per_exp2_leaf(dag):
         assert tags["experiment"] == "exp2" and tags["rule"] == "diagnose"
 
 
-def test_closed_form_claims_hold(dag):
-    claims = pd.read_csv(dag["dir"] / "results" / "heads" / "claims.csv")
-    closed = claims[claims["source"] == "closed-form"]
-    assert len(closed) >= 7
-    assert (closed["verdict"] == "holds").all(), closed[closed["verdict"] != "holds"].to_string()
-    theory = claims[claims["id"].str.startswith("theory-")]
-    assert (theory["verdict"] == "holds").all(), theory[theory["verdict"] != "holds"].to_string()
-    assert set(claims["verdict"]) <= {"holds", "differs", "not expected at this scale", "not run"}
-    assert "not run" not in set(claims["verdict"]), claims[claims["verdict"] == "not run"].to_string()
-    # every artefact of the paper has claims; the T1-T6 theory checks are closed-form identities
+def test_consistency_claims_hold(dag):
+    """Only consistency claims (identities, formulas against themselves: unit tests of the code) must hold;
+    reproduction and derived claims are reported as they come out (issue 12: requiring closed-form claims
+    to hold rewarded labelling a check closed-form). Every claim expected at tiny is judged."""
+    claims = pd.read_csv(dag["dir"] / "results" / "heads" / "claims.csv", keep_default_na=False)
+    assert set(claims["verdict"]) <= set(VERDICTS)
+    consistency = claims[claims["kind"] == "consistency"]
+    assert len(consistency) >= 7
+    assert (consistency["verdict"] == "holds").all(), consistency[consistency["verdict"] != "holds"].to_string()
+    assert "invalid" not in set(claims["verdict"]), claims[claims["verdict"] == "invalid"].to_string()
+    # 'not run' only where tiny is not expected (e.g. a T the tiny grid lacks), never a claim tiny must judge
+    expected_at = {
+        c["id"]: c["expected_at"] for c in load_paper(dag["dir"] / "config" / "papers" / "heads.yaml", "tiny")["claims"]
+    }
+    not_run = claims[claims["verdict"] == "not run"]
+    assert all("tiny" not in expected_at[i] for i in not_run["id"]), not_run.to_string()
+    # every artefact of the paper has claims; the T1-T6 theory checks are consistency checks
     for prefix in (
         "theory-",
         "exp1-",
@@ -151,9 +160,10 @@ def test_closed_form_claims_hold(dag):
         "check-T6",
     ):
         assert claims["id"].str.startswith(prefix).any(), prefix
-    checks = claims[claims["id"].str.startswith("check-T") & (claims["source"] == "closed-form")]
+    checks = claims[claims["id"].str.startswith("check-T") & (claims["kind"] == "consistency")]
     assert len(checks) >= 19 and (checks["verdict"] == "holds").all(), checks[checks["verdict"] != "holds"]
     assert (claims["scale"] == "tiny").all()
+    assert claims["seeds"].isin(["—", "1/1", "2/2"]).all(), claims["seeds"].value_counts()  # tiny: 2 seeds
 
 
 def _db(work: Path) -> sqlite3.Connection:

@@ -1,5 +1,5 @@
 """The tiny frontier-superposition DAG in a temporary directory, run once per test session: every table,
-figure and claims file exists, the closed-form claims hold, the figures' CSVs are read from the logged
+figure and claims file exists, the consistency claims hold, the figures' CSVs are read from the logged
 per-epoch diagnostics, and a second run is a no-op."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from conftest import copy_workflow, snakemake_local
+from seqmix.claims import VERDICTS
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -82,20 +83,25 @@ def test_figure2_is_drawn_from_per_epoch_diagnostics(sdag):
     assert fig2["step"].min() == 0
 
 
-def test_closed_form_claims_hold(sdag):
-    claims = pd.read_csv(sdag / "results" / "superposition" / "claims.csv")
-    assert set(claims["verdict"]) <= {"holds", "differs", "not expected at this scale", "not run"}
-    assert "not run" not in set(claims["verdict"]), claims[claims["verdict"] == "not run"].to_string()
-    closed = claims[claims["source"] == "closed-form"]
-    assert len(closed) >= 30
-    assert (closed["verdict"] == "holds").all(), closed[closed["verdict"] != "holds"].to_string()
-    # E10 bound checks train nothing, so they have verdicts at tiny; these four follow from hand derivations
-    # (part 2 fails on the |S| >= 3 adversarial instance; Step 3 uses the wrong Lemma 27 curvature at k_c != 2)
+def test_consistency_claims_hold(sdag):
+    """Only consistency claims must hold (issue 12); the rest are reported as they come out, but the E10
+    bound checks train nothing, so they are judged at tiny (holds or differs, never not run)."""
+    claims = pd.read_csv(sdag / "results" / "superposition" / "claims.csv", keep_default_na=False)
+    assert set(claims["verdict"]) <= set(VERDICTS)
+    assert not {"not run", "invalid"} & set(claims["verdict"]), claims[claims["verdict"].isin(["not run", "invalid"])]
+    consistency = claims[claims["kind"] == "consistency"]
+    assert len(consistency) >= 30
+    assert (consistency["verdict"] == "holds").all(), consistency[consistency["verdict"] != "holds"].to_string()
     verdict = claims.set_index("id")["verdict"]
-    assert verdict["lemma12-part1-mass"] == "holds" and verdict["lemma12-part2-cross-adversarial"] == "differs"
-    assert verdict["prop3-step3-corrected-coefficient-c0"] == "holds"
-    assert verdict["prop3-step3-paper-coefficient-c0"] == "differs"
-    assert verdict["slot0-table2-c0"] == "holds"
+    for cid in (
+        "lemma12-part1-mass",
+        "lemma12-part2-cross-adversarial",
+        "prop3-step3-corrected-coefficient-c0",
+        "prop3-step3-paper-coefficient-c0",
+        "slot0-table2-c0",
+    ):
+        assert verdict[cid] in ("holds", "differs"), (cid, verdict[cid])
+    assert claims["seeds"].isin(["—", "3/3", "1/1"]).all(), claims["seeds"].value_counts()  # tiny: 3 seeds
     learned = claims[claims["id"].str.startswith(("table", "abstract", "fig", "e4-", "e5-"))]
     assert (learned["verdict"] == "not expected at this scale").all()
     assert (claims["scale"] == "tiny").all()

@@ -229,7 +229,8 @@ def test_pair_unfolding_spectrum_of_the_teacher():
 
 def test_theory_checks_artefact_claims_all_hold(tmp_path, root):
     """The analysis the pipeline runs, at the tiny n = 16 beside the spec's 32, judged by the claims engine:
-    every check-T* claim holds (one verdict engine; the analysis writes numbers only)."""
+    every consistency check-T* claim holds, the derived ones are judged (one verdict engine; the analysis
+    writes numbers only)."""
     paper = load_paper(root / "config" / "papers" / "heads.yaml", "tiny")  # claim families expanded
     spec = {
         "resolved": {"exp1": {f"k{k}": {"task": {"k": k, "n": 16}} for k in (2, 4, 8)}},
@@ -242,8 +243,10 @@ def test_theory_checks_artefact_claims_all_hold(tmp_path, root):
     assert set(df["n"].dropna().astype(int)) >= {16, 32}  # the run's n and the spec's
     claims = [c for c in paper["claims"] if c["id"].startswith("check-T")]
     assert len(claims) >= 40
+    # only consistency claims may be required to hold (issue 12); the derived ones (spec values) are judged
     for res in C.evaluate_claims(claims, tmp_path, "tiny"):
-        assert res.verdict == C.HOLDS, (res.id, res.ours, res.detail)
+        want = (C.HOLDS,) if res.kind == C.CONSISTENCY else (C.HOLDS, C.DIFFERS)
+        assert res.verdict in want, (res.id, res.kind, res.ours, res.detail)
     # and the engine sees a failure: a T3 feature dimension off by one differs
     df.loc[(df["quantity"] == "lag_only_r") & (df["k"] == 4), "value"] += 1
     df.to_csv(tmp_path / "theory_checks" / "summary.csv", index=False)

@@ -542,6 +542,47 @@ CASES = [
         "claims[0].check.log_base",
         ["2 is not one of [10, 'e']"],
     ),
+    # the kind of check, by-construction reasons and seeds (issue 12): typos fail at load, not in claims.md
+    (
+        "claim-bad-kind",
+        None,
+        lambda p: p["claims"][0].update(kind="evidence"),
+        PAPER,
+        "claims[0].kind",
+        ["'evidence' is not one of ['reproduction', 'derived', 'consistency']"],
+    ),
+    (
+        "claim-reproduction-of-a-spec-value",
+        None,
+        lambda p: p["claims"][0].update(source="spec-derived", kind="reproduction"),
+        PAPER,
+        "claims[0].kind",
+        ["kind 'reproduction' compares with the paper's own number", "source is 'spec-derived'"],
+    ),
+    (
+        "claim-empty-by-construction",
+        None,
+        lambda p: p["claims"][0].update(by_construction=""),
+        PAPER,
+        "claims[0].by_construction",
+        ["should be non-empty"],
+    ),
+    (
+        "claim-zero-seeds",
+        None,
+        lambda p: p["claims"][0].update(seeds=0),
+        PAPER,
+        "claims[0].seeds",
+        ["0 is less than the minimum of 1"],
+    ),
+    (
+        "claim-seed-names",
+        None,
+        lambda p: p["claims"][0].update(seeds=["a"]),
+        PAPER,
+        "claims[0].seeds[0]",
+        ["expected integer, got str 'a'"],
+    ),
     # an experiment that trains needs a full train block; one that only measures models at init does not
     (
         "training-experiment-without-train",
@@ -586,6 +627,17 @@ def test_within_against_a_numeric_reported_value_is_accepted(tree):
         p["claims"][0]["reported"] = [2, 0.1]
         p["claims"][1]["check"].pop("target")
         p["claims"][1]["reported"] = 4
+
+    load(tree, paper_mut=mut)
+
+
+def test_kind_by_construction_and_seeds_are_accepted(tree):
+    """The keys the claims engine reads (seqmix.claims): on a claim, and as a per-source default."""
+
+    def mut(p):
+        p["claims"][0].update(kind="consistency", by_construction="zero row sums", seeds=2)
+        p["claims"][1]["seeds"] = [42, 43]
+        p.setdefault("claim_defaults", {}).setdefault("paper", {})["kind"] = "derived"
 
     load(tree, paper_mut=mut)
 

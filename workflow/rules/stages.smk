@@ -177,9 +177,10 @@ rule claims:
     localrule: True
     params:
         caption=lambda w: (
-            f"Claims of {w.paper}: the paper's numbers and statements beside ours, each with its "
-            "source (paper / spec-derived / closed-form) and a verdict (holds / differs / not expected "
-            "at this scale / not run)."
+            f"Claims of {w.paper}: the paper's numbers and statements beside ours, led by the verdict "
+            "counts per kind (reproduction / derived / consistency, the last not evidence) and source "
+            "(paper / spec-derived / closed-form); each with its seeds and a verdict (holds / differs / "
+            "invalid / not run / not expected at this scale)."
         ),
     shell:
         "python -m seqmix claims --run {input.run:q} --out-md {output.md:q} --out-csv {output.csv:q} 2> {log:q}"

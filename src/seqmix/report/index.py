@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import results as layout
+from ..claims_render import COUNT_COLUMNS, count_table
 from ..io import write_text
 
 
@@ -16,11 +17,10 @@ def write_index(results: Path, papers: list[str], scale: str, out: Path) -> None
         lines += [f"## {p}", ""]
         claims = layout.claims_paths(results, p)[1]
         if claims.exists():
-            df = pd.read_csv(claims)
-            counts = df["verdict"].value_counts().to_dict()
-            lines.append(
-                f"- claims: [{p}/claims.md]({p}/claims.md) — " + ", ".join(f"{v}: {n}" for v, n in counts.items())
-            )
+            lines.append(f"- claims: [{p}/claims.md]({p}/claims.md), by kind (reproduction first) and source:")
+            for row in count_table(pd.read_csv(claims, keep_default_na=False)).to_dict("records"):
+                counts = ", ".join(f"{c}: {row[c]}" for c in COUNT_COLUMNS if row[c])
+                lines.append(f"  - {row['kind']} ({row['source']}): {counts or 'none'}")
         for kind in ("table", "figure"):
             d = layout.artefact_dir(results, p, kind, "")
             files = sorted(f for f in d.glob("*") if f.suffix in (".md", ".png", ".pdf", ".tex", ".csv"))
