@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .claims_checks import NO_SEEDS, InvalidInput, MissingResults
+from .results import verify_summary
 
 SEED = "seed"
 
@@ -23,6 +24,7 @@ def load_table(results_dir: Path, table: str) -> pd.DataFrame:
     path = Path(results_dir) / table / "summary.csv"
     if not path.exists():
         raise MissingResults(f"{path} does not exist")
+    verify_summary(path)  # a truncated or garbled summary stops the claims step, naming it (results.CorruptResult)
     return pd.read_csv(path)
 
 

@@ -22,6 +22,7 @@ import torch
 
 from seqmix import claims as C
 from seqmix.config import load_paper
+from seqmix.io import write_text
 from seqmix.mixers.lti_ssm import LinearSSM
 from seqmix.papers.heads import analysis, checks
 from seqmix.tasks.rotation_teacher import lag_operators, teacher_operator, teacher_transition
@@ -249,6 +250,7 @@ def test_theory_checks_artefact_claims_all_hold(tmp_path, root):
         assert res.verdict in want, (res.id, res.kind, res.ours, res.detail)
     # and the engine sees a failure: a T3 feature dimension off by one differs
     df.loc[(df["quantity"] == "lag_only_r") & (df["k"] == 4), "value"] += 1
-    df.to_csv(tmp_path / "theory_checks" / "summary.csv", index=False)
+    # rewritten with a fresh checksum: an edit behind the sidecar's back is refused (seqmix.results.verify_summary)
+    write_text(tmp_path / "theory_checks" / "summary.csv", df.to_csv(index=False), checksum=True)
     verdicts = {r.id: r.verdict for r in C.evaluate_claims(claims, tmp_path, "tiny")}
     assert verdicts["check-T3-r-k4-max"] == C.DIFFERS and verdicts["check-T3-r-k2-max"] == C.HOLDS

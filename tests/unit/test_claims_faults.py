@@ -246,3 +246,20 @@ def test_invalid_wins_over_not_expected(tmp_path):
     write_table(tmp_path, rows("a", 1, [math.nan]))
     res = C.evaluate_claim(claim({"where": {"variant": "a"}}, {"kind": "within", "lo": 0}), tmp_path, "tiny")
     assert res.verdict == C.INVALID
+
+
+# ----------------------------------------------------------------------------- corrupt summaries
+
+
+def test_truncated_summary_with_a_checksum_stops_the_claims_step(tmp_path):
+    """A summary.csv that no longer matches its sha256 sidecar (cut mid-row by a full disk or a kill) is refused
+    with its path, never read as if it held fewer rows (before, a truncated summary was used silently)."""
+    from seqmix.io import write_text
+    from seqmix.results import CorruptResult
+
+    path = tmp_path / "exp1" / "summary.csv"
+    path.parent.mkdir(parents=True)
+    write_text(path, pd.DataFrame(rows("a", 1, [1.0, 2.0, 3.0])).to_csv(index=False), checksum=True)
+    path.write_text(path.read_text()[:-9])
+    with pytest.raises(CorruptResult, match="summary.csv"):
+        verdict(tmp_path, claim({"where": {"variant": "a"}}, {"kind": "threshold", "op": ">", "value": 0}))
