@@ -45,6 +45,11 @@ OPENINGS = (
     "{time}, there was {hk_a} called {H}.",
     "{H} was {hk_a} who loved the {P}.",
 )
+INTROS = (
+    "{H} had {a_o}.",
+    "{h_cap} had {a_o} and a friend named {F}.",
+    "Every day, {H} played with {a_o}.",
+)
 MIDDLE = (
     "{H} {verb} {the_o} in the {P}.",
     "{h_cap} felt {feel} when {h} saw {the_o}.",
@@ -85,7 +90,7 @@ def _cast(rng: random.Random) -> dict[str, str]:
     friend = name
     while friend == name:
         friend = rng.choice(NAMES_HE if f_he else NAMES_SHE)
-    obj = rng.choice(OBJECTS)
+    obj, colour = rng.choice(OBJECTS), rng.choice(COLOURS)
     return {
         "H": name,
         "h": "he" if he else "she",
@@ -94,7 +99,8 @@ def _cast(rng: random.Random) -> dict[str, str]:
         "F": friend,
         "f": "he" if f_he else "she",
         "fk": rng.choice(ANIMALS),
-        "the_o": f"the {rng.choice(COLOURS)} {obj}",
+        "the_o": f"the {colour} {obj}",
+        "a_o": ("an " if colour[0] in "aeiou" else "a ") + f"{colour} {obj}",
         "obj": obj,
         "P": rng.choice(PLACES),
     }
@@ -126,10 +132,11 @@ def _sentence(rng: random.Random, template: str, cast: dict[str, str]) -> str:
 
 
 def story(seed: int, i: int) -> str:
-    """Story ``i`` of corpus ``seed``: an opening, 5-10 middle sentences about the same cast, an ending."""
+    """Story ``i`` of corpus ``seed``: an opening, the object's introduction, 5-10 middle sentences about the
+    same cast, an ending that returns to the object."""
     rng = random.Random(f"procedural-stories:{seed}:{i}")
     cast = _cast(rng)
-    templates = [rng.choice(OPENINGS)] + [rng.choice(MIDDLE) for _ in range(rng.randint(5, 10))]
+    templates = [rng.choice(OPENINGS), rng.choice(INTROS)] + [rng.choice(MIDDLE) for _ in range(rng.randint(5, 10))]
     templates.append(rng.choice(ENDINGS))
     return " ".join(_sentence(rng, t, cast) for t in templates)
 
