@@ -27,8 +27,9 @@ from seqmix.tasks.diffuse_mqar_data import (
 )
 
 # tiny alphabet: random 2-token tuples hit one of the 6 real keys often, so the rejection is exercised
-CLASHY = MqarLayout(key_len=2, value_len=1, n_kv=6, n_queries=4, key_vocab=7, value_vocab=9, p_near=0.5,
-                    noise_min=30, noise_max=60)
+CLASHY = MqarLayout(
+    key_len=2, value_len=1, n_kv=6, n_queries=4, key_vocab=7, value_vocab=9, p_near=0.5, noise_min=30, noise_max=60
+)
 
 
 @pytest.fixture(autouse=True)
@@ -80,8 +81,9 @@ def test_distractors_never_equal_a_real_key_and_near_misses_share_a_prefix():
 
 
 def test_queries_are_memory_keys_and_targets_their_values():
-    layout = MqarLayout(key_len=3, value_len=2, n_kv=8, n_queries=5, key_vocab=20, value_vocab=30,
-                        noise_min=10, noise_max=20)
+    layout = MqarLayout(
+        key_len=3, value_len=2, n_kv=8, n_queries=5, key_vocab=20, value_vocab=30, noise_min=10, noise_max=20
+    )
     rng = np.random.default_rng(3)
     for _ in range(20):
         e = make_example(layout, rng, "train")
@@ -96,8 +98,9 @@ def test_queries_are_memory_keys_and_targets_their_values():
 
 
 def test_lags_are_the_value_distance_and_respect_train_and_test_ranges():
-    layout = MqarLayout(key_len=2, value_len=1, n_kv=4, n_queries=4, key_vocab=16, value_vocab=16,
-                        noise_min=8, noise_max=24)
+    layout = MqarLayout(
+        key_len=2, value_len=1, n_kv=4, n_queries=4, key_vocab=16, value_vocab=16, noise_min=8, noise_max=24
+    )
     train_max = layout.max_lag(24)
     assert layout.max_lag(layout.test_noise_max) == 4 * train_max
     assert layout.lag_bin_edges() == [0, train_max, 2 * train_max, 3 * train_max, 4 * train_max]
@@ -130,8 +133,20 @@ def test_lag_bin_accuracy_on_hand_built_logits():
 
 
 def test_task_batches_test_set_cache_and_evaluate(tmp_path, monkeypatch):
-    kw = dict(key_len=2, n_kv=4, n_queries=4, key_vocab=16, value_vocab=16, noise_min=4, noise_max=12,
-              train_size=64, val_size=8, test_size=12, eval_batch=5, cache_dir=str(tmp_path))
+    kw = dict(
+        key_len=2,
+        n_kv=4,
+        n_queries=4,
+        key_vocab=16,
+        value_vocab=16,
+        noise_min=4,
+        noise_max=12,
+        train_size=64,
+        val_size=8,
+        test_size=12,
+        eval_batch=5,
+        cache_dir=str(tmp_path),
+    )
     task = DiffuseMQAR(**kw)
     x, y = task.batch(0, 3, 0, 6)
     assert x.shape == y.shape == (6, task.train_len) and torch.equal(task.batch(0, 3, 0, 6)[0], x)

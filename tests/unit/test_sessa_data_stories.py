@@ -94,7 +94,6 @@ def test_simplestories_loader_reads_a_local_parquet_directory(tmp_path, monkeypa
     assert texts["val"][1].startswith("train story 100:") and texts["test"][0].startswith("test story 0:")
     assert not set(texts["val"]) & set(texts["train"])
     monkeypatch.setenv("SIMPLESTORIES_DIR", str(tmp_path / "ss"))
-    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf"))
     task = StoryLM(source="simplestories", bpe_vocab=300, segment_len=16, cache_dir=str(tmp_path / "cache"))
     assert task.data_source == SIMPLESTORIES == "SimpleStories"
     x, y = task.batch(0, 0, 0, 4)

@@ -93,8 +93,10 @@ def test_label_is_the_style_pair():
     for k in (0, 7, 19):
         j = ((k // 5 + 1) % 4) * 5 + (k % 5 + 1) % 5
         prim = set(LEFT_STYLES[k // 5].primaries) | set(RIGHT_STYLES[k % 5].primaries)
-        share = {c: sum(ch in prim for ch in b) / sum(ch in LETTERS for ch in b)
-                 for c, b in ((k, _stylized_letters(rng, k)), (j, _stylized_letters(rng, j)))}
+        share = {
+            c: sum(ch in prim for ch in b) / sum(ch in LETTERS for ch in b)
+            for c, b in ((k, _stylized_letters(rng, k)), (j, _stylized_letters(rng, j)))
+        }
         assert share[k] > share[j] + 0.03, (k, j, share)
 
 
@@ -124,8 +126,9 @@ def test_cache_roundtrip_corruption_and_env_override(tmp_path, monkeypatch, capl
         raise AssertionError("regenerated although the cache is valid")
 
     monkeypatch.setattr(symbolsoup, "generate", boom)
-    assert torch.equal(build_dataset(0, SIZES, 40, 60, cache_dir=tmp_path).arrays["train/tokens"],
-                       first.arrays["train/tokens"])
+    assert torch.equal(
+        build_dataset(0, SIZES, 40, 60, cache_dir=tmp_path).arrays["train/tokens"], first.arrays["train/tokens"]
+    )
     stored = torch.load(files[0], weights_only=True)
     stored["data"]["train/labels"][0] = (stored["data"]["train/labels"][0] + 1) % NUM_CLASSES
     torch.save(stored, files[0])
@@ -160,7 +163,9 @@ def test_task_batches_left_padded_and_epoch_sampled(tmp_path):
     want, _ = task.split_set("train")
     assert sorted(map(tuple, rows.tolist())) == sorted(map(tuple, want.tolist()))
     assert task.data_source.startswith("SymbolSoup") and task.model_inputs() == {
-        "vocab_size": 26, "d_out": 20, "seq_len": 60
+        "vocab_size": 26,
+        "d_out": 20,
+        "seq_len": 60,
     }
     assert tokenize("<bos>\na b\n<sep> <label>") == [1, 25, 8, 24, 9, 25, 4, 24, 5]
 
@@ -190,6 +195,6 @@ def test_evaluate_with_a_tiny_classifier_and_a_constant_predictor(tmp_path):
         opt.zero_grad()
         task.loss(model(x), y).backward()
         opt.step()
-    assert float(task.loss(model(x), y)) < first
+    assert float(task.loss(model(x), y).detach()) < first
     m = task.evaluate(model)
     assert 0.0 <= m["accuracy"] <= 1.0 and m["loss"] > 0 and m["chance"] == 0.05

@@ -117,7 +117,9 @@ def make_example(layout: MqarLayout, rng: np.random.Generator, split: str) -> di
     order = rng.permutation(layout.n_kv)[: layout.n_queries]
     kb, vb = N_SPECIAL, N_SPECIAL + Vk
     memory = np.concatenate([keys + kb, values + vb], axis=1).reshape(-1)
-    noise = np.concatenate([np.concatenate([noise_keys + kb, noise_vals + vb], 1).reshape(-1), rng.integers(0, Vk, rest) + kb])
+    noise = np.concatenate(
+        [np.concatenate([noise_keys + kb, noise_vals + vb], 1).reshape(-1), rng.integers(0, Vk, rest) + kb]
+    )
     queries = np.concatenate([keys[order] + kb, values[order] + vb], axis=1).reshape(-1)
     tokens = np.concatenate([[BOS, MEM], memory, [NOISE], noise, [QRY], queries]).astype(np.int64)
     targets = np.full_like(tokens, IGNORE)

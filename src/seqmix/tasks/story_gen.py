@@ -31,15 +31,9 @@ TIMES = (
     "One morning|One day|Once upon a time|Long ago|One sunny day|On a rainy day|One evening|Last summer|"
     "One winter night|Early one spring"
 ).split("|")
-WEATHER = "the sun was warm|the wind was cold|it was raining|snow was falling|the sky was clear|fog was everywhere".split(
-    "|"
+WEATHER = (
+    "the sun was warm|the wind was cold|it was raining|snow was falling|the sky was clear|fog was everywhere".split("|")
 )
-VERBS = (
-    "found|lost|carried|painted|cleaned|fixed|hid|shared|dropped|held|opened|wrapped|washed|polished|"
-    "counted|hugged|showed|lifted|chased|kept"
-).split("|")
-MOVES = "walked|ran|hopped|skipped|climbed|wandered|raced|tiptoed|marched|danced".split("|")
-
 OPENINGS = (
     "{time}, {hk_a} named {H} lived near the {P}.",
     "{time}, there was {hk_a} called {H}.",
@@ -55,8 +49,8 @@ MIDDLE = (
     "{h_cap} felt {feel} when {h} saw {the_o}.",
     "{F} the {fk} came to visit {H}.",
     "{H} and {F} {move} to the {P} together.",
-    "{F} asked, \"{H}, where did you get {the_o}?\"",
-    "\"I {verb} it,\" said {H} with a smile.",
+    '{F} asked, "{H}, where did you get {the_o}?"',
+    '"I {verb} it," said {H} with a smile.',
     "{h_cap} showed {the_o} to {F}.",
     "{F} felt {feel} and gave {H} some {food}.",
     "Outside, {weather}, but {H} did not mind.",
@@ -71,7 +65,7 @@ MIDDLE = (
     "Suddenly there was a {sound} near the {P}, and {H} felt {feel}.",
     "{F} heard a {sound} and {move} to find {H}.",
     "{H} put {the_o} next to a {adj} {obj2}.",
-    "\"Look at {the_o}!\" said {F}. \"It is so {adj}.\"",
+    '"Look at {the_o}!" said {F}. "It is so {adj}."',
     "The {P} was {adj} and full of {food}.",
 )
 ENDINGS = (
@@ -157,7 +151,20 @@ def stories(seed: int, n: int) -> dict[str, list[str]]:
 def vocabulary() -> set[str]:
     """Every word the grammar can emit (case-folded, punctuation stripped): the corpus's word vocabulary."""
     words: set[str] = set()
-    for table in (NAMES_HE, NAMES_SHE, ANIMALS, PLACES, OBJECTS, ADJECTIVES, COLOURS, FEELINGS, FOODS, VERBS, MOVES, SOUNDS):
+    for table in (
+        NAMES_HE,
+        NAMES_SHE,
+        ANIMALS,
+        PLACES,
+        OBJECTS,
+        ADJECTIVES,
+        COLOURS,
+        FEELINGS,
+        FOODS,
+        VERBS,
+        MOVES,
+        SOUNDS,
+    ):
         words |= {w.lower() for w in table}
     for text in (*TIMES, *WEATHER, *OPENINGS, *MIDDLE, *ENDINGS):
         for w in text.split():

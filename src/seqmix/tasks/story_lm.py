@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from ..options import NonNegInt, Opt, PosInt
 from ..registry import register_task
 from .base import Task
-from .data_cache import cached
+from .data_cache import cache_root, cached
 from .sampling import epoch_indices
 from .story_gen import stories
 from .text_data import HUB_NAME, SPLITS, load_simplestories, segments, token_streams
@@ -72,7 +72,8 @@ def load_streams(
         if source == "procedural":
             texts = stories(seed, n_stories)
         else:
-            texts = load_simplestories(directory)
+            root = cache_root(cache_dir)  # keep the datasets library's own cache beside ours, when we have one
+            texts = load_simplestories(directory, hf_cache_dir=str(root / "hf") if root else None)
         return token_streams(texts, vocab)
 
     key = {"version": PIPELINE_VERSION, **_corpus_key(source, directory, n_stories, seed), "bpe_vocab": vocab}

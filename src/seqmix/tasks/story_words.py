@@ -92,6 +92,5 @@ MOVES = _words(
     "waddled galloped trotted swam flew sailed paddled rode slid stomped zoomed"
 )
 SOUNDS = _words(
-    "bang crash thump whoosh buzz squeak creak rumble splash pop click ding hum roar chirp hoot tweet "
-    "giggle whisper"
+    "bang crash thump whoosh buzz squeak creak rumble splash pop click ding hum roar chirp hoot tweet giggle whisper"
 )

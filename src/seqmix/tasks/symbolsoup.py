@@ -106,9 +106,7 @@ class SymbolSoup(Task):
 
     @property
     def data(self) -> SymbolSoupData:
-        return _dataset(
-            self.data_seed, tuple(self.sizes.items()), self.min_tokens, self.max_tokens, self.cache_dir
-        )
+        return _dataset(self.data_seed, tuple(self.sizes.items()), self.min_tokens, self.max_tokens, self.cache_dir)
 
     @property
     def data_source(self) -> str:
