@@ -28,7 +28,7 @@ from .diffuse_mqar_data import IGNORE, PAD, MqarLayout, accuracy_report, lag_hit
 from .sampling import epoch_indices
 
 GENERATOR_VERSION = 1
-DATA_SOURCE = "Diffuse MQAR (seqmix generator, spec §3.2; the authors' is not released)"
+DATA_SOURCE = "Diffuse MQAR (seqmix generator, sessa spec §3.2; the authors' is not released)"
 
 
 def example(layout: MqarLayout, data_seed: int, split: str, i: int) -> dict[str, np.ndarray]:

@@ -2,7 +2,7 @@
 
 The data set (``symbolsoup_data.generate``) is built once per (data seed, sizes, length range) and cached
 with a checksum (``data_cache``). Inputs are left-padded with PAD to ``max_tokens`` so that ``<label>`` is the
-last position of every row (the classifier reads the last token's hidden state, spec §2.6; causal mixers
+last position of every row (the classifier reads the last token's hidden state, sessa spec §2.6; causal mixers
 then see the padding only as a constant prefix). Batches sample the train split epoch by epoch
 (``sampling.epoch_indices``); ``evaluate`` reports accuracy and cross-entropy on the test (or val) split.
 """
@@ -25,7 +25,7 @@ from .sampling import epoch_indices
 from .symbolsoup_data import NUM_CLASSES, PAD, SPLITS, VOCAB, generate, letter_budget
 
 GENERATOR_VERSION = 1  # bump when the generator's output changes, so old caches are not reused
-DATA_SOURCE = "SymbolSoup (seqmix re-implementation of the generator, spec §3.1)"
+DATA_SOURCE = "SymbolSoup (seqmix re-implementation of the generator, sessa spec §3.1)"
 
 
 @dataclass(frozen=True)
