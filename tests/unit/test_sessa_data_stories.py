@@ -95,7 +95,7 @@ def test_simplestories_loader_reads_a_local_parquet_directory(tmp_path, monkeypa
     assert not set(texts["val"]) & set(texts["train"])
     monkeypatch.setenv("SIMPLESTORIES_DIR", str(tmp_path / "ss"))
     task = StoryLM(source="simplestories", bpe_vocab=300, segment_len=16, cache_dir=str(tmp_path / "cache"))
-    assert task.data_source == SIMPLESTORIES == "SimpleStories"
+    assert task.data_source == task.streams["data_source"] == SIMPLESTORIES == "SimpleStories"
     x, y = task.batch(0, 0, 0, 4)
     assert x.shape == (4, 16) and torch.equal(x[:, 1:], y[:, :-1])
     assert task.tokenizer().decode(task.test_set()[0][0].tolist()).startswith("test story 0:")
@@ -108,7 +108,7 @@ def test_simplestories_loader_reads_a_local_parquet_directory(tmp_path, monkeypa
 def test_story_task_cache_labels_and_evaluate(tmp_path, monkeypatch):
     kw = dict(n_stories=300, bpe_vocab=400, segment_len=32, eval_segments=3, eval_batch=2, cache_dir=str(tmp_path))
     task = StoryLM(**kw)
-    assert task.data_source == PROCEDURAL == "procedural-stories (substitute)"
+    assert task.data_source == task.streams["data_source"] == PROCEDURAL == "procedural-stories (substitute)"
     assert task.model_inputs() == {"vocab_size": task.vocab_size, "seq_len": 32} and task.vocab_size <= 400
     x, y = task.batch(0, 2, 0, 4)
     assert torch.equal(task.batch(0, 2, 0, 4)[0], x) and torch.equal(x[:, 1:], y[:, :-1])

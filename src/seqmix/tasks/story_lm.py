@@ -70,11 +70,11 @@ def load_streams(
 
     def build() -> dict:
         if source == "procedural":
-            texts = stories(seed, n_stories)
+            texts, label = stories(seed, n_stories), PROCEDURAL
         else:
             root = cache_root(cache_dir)  # keep the datasets library's own cache beside ours, when we have one
-            texts = load_simplestories(directory, hf_cache_dir=str(root / "hf") if root else None)
-        return token_streams(texts, vocab)
+            texts, label = load_simplestories(directory, hf_cache_dir=str(root / "hf") if root else None), SIMPLESTORIES
+        return token_streams(texts, vocab, label)
 
     key = {"version": PIPELINE_VERSION, **_corpus_key(source, directory, n_stories, seed), "bpe_vocab": vocab}
     return cached("story_lm", key, build, cache_dir)

@@ -100,12 +100,16 @@ def encode_stream(tok, texts: Sequence[str]) -> torch.Tensor:
     return torch.tensor(ids, dtype=torch.int32)
 
 
-def token_streams(texts: dict[str, list[str]], vocab_size: int) -> dict:
-    """Train a BPE on the train split, encode every split: {"tokenizer": json, "vocab_size": () int64 (the
-    trained size, at most ``vocab_size``: a corpus with few distinct words saturates below it), "<split>":
-    (n,) int32, "<split>/stories": () int64}."""
+def token_streams(texts: dict[str, list[str]], vocab_size: int, data_source: str) -> dict:
+    """Train a BPE on the train split and encode every split. Returns {"data_source": the corpus's label,
+    "tokenizer": json, "vocab_size": () int64 (the trained size, at most ``vocab_size``: a corpus with few
+    distinct words saturates below it), "<split>": (n,) int32, "<split>/stories": () int64}."""
     tok = train_bpe(texts["train"], vocab_size)
-    out: dict = {"tokenizer": tok.to_str(), "vocab_size": torch.tensor(tok.get_vocab_size(), dtype=torch.int64)}
+    out: dict = {
+        "data_source": data_source,
+        "tokenizer": tok.to_str(),
+        "vocab_size": torch.tensor(tok.get_vocab_size(), dtype=torch.int64),
+    }
     for split in SPLITS:
         out[split] = encode_stream(tok, texts[split])
         out[f"{split}/stories"] = torch.tensor(len(texts[split]), dtype=torch.int64)
