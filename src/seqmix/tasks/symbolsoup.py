@@ -132,17 +132,24 @@ class SymbolSoup(Task):
         """pred: (B, 20) logits; mean cross-entropy."""
         return F.cross_entropy(pred.float(), target)
 
-    def evaluate(self, model: torch.nn.Module) -> dict:
-        """Accuracy and cross-entropy over the evaluation split (balanced, so a constant predictor scores 0.05)."""
-        x, y = self.test_set()
+    def predict(self, model: torch.nn.Module, split: str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(logits (N, 20) float32, labels (N,)) over a split (default the evaluation split), in eval mode; with
+        ``data.stats(split)`` this gives accuracy by block length or lag (the spec's derived E1 plots)."""
+        x, y = self.split_set(split or self.eval_split)
         was_training = model.training
         model.eval()
-        correct, nll = 0, 0.0
         with torch.no_grad():
-            for i in range(0, len(y), self.eval_batch):
-                logits = model(x[i : i + self.eval_batch]).float().cpu()
-                yy = y[i : i + self.eval_batch]
-                correct += int((logits.argmax(-1) == yy).sum())
-                nll += float(F.cross_entropy(logits, yy, reduction="sum"))
+            logits = torch.cat(
+                [model(x[i : i + self.eval_batch]).float().cpu() for i in range(0, len(y), self.eval_batch)]
+            )
         model.train(was_training)
-        return {"accuracy": correct / len(y), "loss": nll / len(y), "chance": 1.0 / NUM_CLASSES}
+        return logits, y
+
+    def evaluate(self, model: torch.nn.Module) -> dict:
+        """Accuracy and cross-entropy over the evaluation split (balanced, so a constant predictor scores 0.05)."""
+        logits, y = self.predict(model)
+        return {
+            "accuracy": float((logits.argmax(-1) == y).double().mean()),
+            "loss": float(F.cross_entropy(logits, y)),
+            "chance": 1.0 / NUM_CLASSES,
+        }
