@@ -38,6 +38,9 @@ _MODULES = (
     "seqmix.models.lm",
     "seqmix.models.classifier",
     "seqmix.tasks.assoc_recall",
+    "seqmix.tasks.symbolsoup",
+    "seqmix.tasks.diffuse_mqar",
+    "seqmix.tasks.story_lm",
 )
 
 
