@@ -27,6 +27,7 @@ from ..registry import get_task
 from .checkpoint import load_checkpoint, load_final_weights, save_checkpoint
 from .guard import NonFiniteError, StepGuard  # noqa: F401  (NonFiniteError is part of this module's API)
 from .optim import build_optimizer, build_scheduler
+from .progress import StepBar
 from .runtime import Runtime, cpu_batches, keep_inputs_on_device
 
 log = logging.getLogger("seqmix.train")
@@ -185,6 +186,7 @@ def _run_steps(
     guard = StepGuard(model, tcfg.get("grad_clip"))
     t0 = time.perf_counter()
     backends = None
+    bar = StepBar(steps, start, Path(out).name, enabled=None if rank == 0 else False)
     for step in range(start, steps):
         if stop_after is not None and step >= stop_after:
             break
@@ -212,6 +214,7 @@ def _run_steps(
             if on_log:
                 on_log(done, row)
         diagnose(done, steps)
+        bar.update()
         if rank == 0 and (done % ckpt_every == 0 or done == steps):
             per = (time.perf_counter() - t0) / max(done - start, 1)
             log.info(
@@ -234,6 +237,7 @@ def _run_steps(
                 },
                 out / "checkpoint.pt",
             )
+    bar.close()
     return backends
 
 
