@@ -127,18 +127,22 @@ def artefact_spec(paper: str, paper_cfg: dict, name: str, scale: str, results: s
 
 def claims_spec(paper: str, paper_cfg: dict, scale: str, results: str | Path, tracking: dict) -> dict:
     """What the claims step reads: the claims, the experiments' summaries and the artefacts' outputs (the
-    results root and tracking settings: the step logs the paper's artefacts to one MLflow run)."""
+    results root and tracking settings: the step logs the paper's artefacts to one MLflow run).
+
+    Unlike the other functions here, ``results`` is the results root, not a scale's root: the MLflow store
+    and its lock are shared by the scales, the paper's files live under ``scale_root(results, scale)``."""
+    root = layout.scale_root(results, scale)
     return {
         "paper": paper,
         "scale": scale,
-        "paper_dir": str(layout.paper_dir(results, paper)),
+        "paper_dir": str(layout.paper_dir(root, paper)),
         "results": str(results),
         "tracking": tracking,
         "claims": paper_cfg.get("claims") or [],
         "inputs": {
-            "summaries": {e: str(layout.summary_path(results, paper, e)) for e in paper_cfg["experiments"]},
+            "summaries": {e: str(layout.summary_path(root, paper, e)) for e in paper_cfg["experiments"]},
             "artefacts": {
-                a: [str(p) for p in outputs(results, paper, paper_cfg, a)] for a in paper_cfg.get("artefacts") or {}
+                a: [str(p) for p in outputs(root, paper, paper_cfg, a)] for a in paper_cfg.get("artefacts") or {}
             },
         },
     }

@@ -14,6 +14,7 @@ from pathlib import Path
 from . import runner
 from .runner import process_age_s, run_cell_stage
 from .runner import setup as _setup
+from .results import SCALES
 
 
 def _cell_stage(args, stage: str) -> None:
@@ -91,11 +92,12 @@ def cmd_claims(args):
 
 def _log_paper_artefacts(spec: dict, files: list[str]) -> None:
     """One paper-level MLflow run holding the tables, figures and claims as artifacts."""
+    from . import results as layout
     from . import tracking
     from .io import config_hash
 
     uri = tracking.resolve_uri(spec["tracking"]["uri"])
-    key = f"{spec['paper']}.artefacts"
+    key = f"{spec['paper']}.{spec['scale']}.artefacts"  # per scale: a cpu run never replaces tiny's
     rec = tracking.buffer_record(
         key=key,
         experiment=spec["paper"],
@@ -109,7 +111,8 @@ def _log_paper_artefacts(spec: dict, files: list[str]) -> None:
     )
     buf = Path(spec["paper_dir"]) / "tracking-artefacts.jsonl"
     tracking.write_buffer(buf, [rec])
-    tracking.ingest(tracking.paper_buffers(spec["results"], spec["paper"]) + [buf], uri, spec["results"])
+    root = layout.scale_root(spec["results"], spec["scale"])  # the buffers are the scale's, the store is shared
+    tracking.ingest(tracking.paper_buffers(root, spec["paper"]) + [buf], uri, spec["results"])
 
 
 def cmd_mlflow_init(args):
@@ -145,25 +148,30 @@ def cmd_report_index(args):
 
 
 def cmd_where(args):
-    """Print where the tables, figures, claims, report and MLflow database of a run are."""
+    """Print where the tables, figures, claims and report of each scale's run are, and the MLflow database
+    the scales share (results/<scale>/<paper>/...; seqmix.results)."""
     from . import results as layout
 
     results = Path(args.results)
+    roots = [layout.scale_root(results, args.scale)] if args.scale else layout.scale_roots(results)
     print("\nseqmix: outputs")
-    for d in sorted(p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        claims_md = layout.claims_paths(results, d.name)[0]
-        if not claims_md.exists():
-            continue
-        print(f"  {d.name}:")
-        print(f"    claims   {claims_md}")
-        for kind, ext in (("table", "*.md"), ("figure", "*.png")):
-            files = sorted(layout.artefact_dir(results, d.name, kind, "").glob(ext))
-            if files:
-                print(f"    {kind + 's':8s} " + "  ".join(str(f) for f in files))
-    for name, what in (("report.html", "report  "), ("report.md", "index   "), ("mlflow.db", "mlflow  ")):
-        if (results / name).exists():
-            print(f"  {what} {results / name}")
+    for root in roots:
+        print(f"  scale {root.name}:")
+        for d in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []:
+            claims_md = layout.claims_paths(root, d.name)[0]
+            if not claims_md.exists():
+                continue
+            print(f"    {d.name}:")
+            print(f"      claims   {claims_md}")
+            for kind, ext in (("table", "*.md"), ("figure", "*.png")):
+                files = sorted(layout.artefact_dir(root, d.name, kind, "").glob(ext))
+                if files:
+                    print(f"      {kind + 's':8s} " + "  ".join(str(f) for f in files))
+        for name, what in (("report.html", "report  "), ("report.md", "index   ")):
+            if (root / name).exists():
+                print(f"    {what} {root / name}")
     if (results / "mlflow.db").exists():
+        print(f"  mlflow   {results / 'mlflow.db'} (every scale; runs tagged scale=...)")
         print(f"  browse runs: mlflow ui --backend-store-uri sqlite:///{results / 'mlflow.db'}")
 
 
@@ -193,11 +201,12 @@ def cmd_progress(args):
     step of its last checkpoint) or not started, with chosen metrics of the evaluated ones. For watching a
     long run, and for reading the leaves that finished when the whole DAG has not."""
     from .io import read_json
-    from .results import cell_run_paths, paper_dir
+    from .results import cell_run_paths, paper_dir, scale_root
 
-    cells = cell_run_paths(args.results, args.paper, args.experiment)
+    root = scale_root(args.results, args.scale)
+    cells = cell_run_paths(root, args.paper, args.experiment)
     if not cells:
-        where = paper_dir(args.results, args.paper) / "run"
+        where = paper_dir(root, args.paper) / "run"
         raise SystemExit(f"no run configs under {where} (has the DAG written them yet?)")
     metrics = [m for m in (args.metrics or "").split(",") if m]
     print("| leaf | status | " + " | ".join(metrics) + (" |" if metrics else "|"))
@@ -267,8 +276,10 @@ def main(argv: list[str] | None = None) -> None:
     sp.add_argument("--out", required=True)
     sp = add("where", cmd_where, "print where a run's outputs are")
     sp.add_argument("--results", default="results")
+    sp.add_argument("--scale", choices=SCALES, help="one scale (default: every scale under --results)")
     sp = add("progress", cmd_progress, "what has trained/evaluated so far, with chosen metrics")
     sp.add_argument("--results", default="results")
+    sp.add_argument("--scale", choices=SCALES, default="tiny")
     sp.add_argument("--paper", required=True)
     sp.add_argument("--experiment", help="one experiment (default: all)")
     sp.add_argument("--metrics", help="comma-separated metric names to show for evaluated leaves")

@@ -90,7 +90,7 @@ rule train:
     resources:
         **slurm_resources_of("train"),
     shell:
-        "python -m seqmix train --run {input.run:q} --out {output:q} --threads {threads} "
+        SEQMIX + " train --run {input.run:q} --out {output:q} --threads {threads} "
         "--dispatch {input.dispatch:q} 2> {log:q}"
 
 
@@ -109,7 +109,7 @@ rule evaluate:
     resources:
         **slurm_resources_of("evaluate"),
     shell:
-        "python -m seqmix evaluate --run {input.run:q} --out {output:q} --threads {threads} "
+        SEQMIX + " evaluate --run {input.run:q} --out {output:q} --threads {threads} "
         "--dispatch {input.dispatch:q} 2> {log:q}"
 
 
@@ -135,7 +135,7 @@ rule diagnose:
     resources:
         **slurm_resources_of("diagnose"),
     shell:
-        "python -m seqmix diagnose --run {input.run:q} --out {output:q} --threads {threads} "
+        SEQMIX + " diagnose --run {input.run:q} --out {output:q} --threads {threads} "
         "--dispatch {input.dispatch:q} 2> {log:q}"
 
 
@@ -154,7 +154,7 @@ rule collect:
         R("{paper}", "benchmarks", "collect", "{experiment}.tsv")
     localrule: True
     shell:
-        "python -m seqmix collect --out {output:q} {input:q} 2> {log:q}"
+        SEQMIX + " collect --out {output:q} {input:q} 2> {log:q}"
 
 
 rule claims:
@@ -182,4 +182,4 @@ rule claims:
             "at this scale / not run)."
         ),
     shell:
-        "python -m seqmix claims --run {input.run:q} --out-md {output.md:q} --out-csv {output.csv:q} 2> {log:q}"
+        SEQMIX + " claims --run {input.run:q} --out-md {output.md:q} --out-csv {output.csv:q} 2> {log:q}"
