@@ -14,8 +14,8 @@ one claim re-runs only the claims step. Declaration (see workflow/schemas/paper.
           configs: [exp1]                  # resolved configs only: no wait for any result
           artefacts: [theory]              # the declared outputs of other artefacts of the paper
         writes: [figure4.png, figure4.pdf]
-        report: [figure4.png]              # default: the .md of tables, the .png of figures
-        caption: "..."
+        report: [figure4.png]              # default: the .csv of tables, the .png of figures; one file at most
+        caption: "..."                     # the shown file's caption, unique in the paper
         analysis: [figure4]                # keys of `analysis:` (or of `tables:`) it receives
         claims: [exp2-ssm-rho]             # claims whose `reported` values it shows
 
@@ -34,7 +34,9 @@ from . import results as layout
 from .config_base import SCHEMA_DIR_DEFAULT, ConfigError, deep_merge, load_yaml, validate
 from .leaves import leaf_config, leaf_record
 
-DEFAULT_REPORT = {"table": ".md", "figure": ".png", "analysis": None}
+# what report.html shows by default: a table's CSV (Snakemake renders it as a table; it cannot render .md)
+# and a figure's PNG
+DEFAULT_REPORT = {"table": ".csv", "figure": ".png", "analysis": None}
 
 
 def stages_of(paper_cfg: dict, experiment: str) -> list[str]:
@@ -43,7 +45,7 @@ def stages_of(paper_cfg: dict, experiment: str) -> list[str]:
 
 
 def report_files(decl: dict) -> list[str]:
-    """The outputs shown in the HTML report: ``report``, else the .md of tables / the .png of figures."""
+    """The outputs shown in the HTML report: ``report``, else the .csv of tables / the .png of figures."""
     if "report" in decl:
         return list(decl["report"])
     ext = DEFAULT_REPORT[decl["kind"]]
@@ -151,6 +153,26 @@ def claims_spec(paper: str, paper_cfg: dict, scale: str, results: str | Path, tr
 # ----------------------------------------------------------------------------- validation
 
 
+def _validate_report(path: Path, where: str, decl: dict, captions: dict[str, str]) -> None:
+    """What report.html shows of an artefact: files it writes, at most one (the rule has one caption, so a
+    second figure would be shown under the first one's caption), and a caption no other artefact shows."""
+    shown = report_files(decl)
+    for r in shown:
+        if r not in decl["writes"]:
+            raise ConfigError(path, f"{where}.report", f"{r!r} is not among its writes")
+    if len(shown) > 1:
+        raise ConfigError(
+            path,
+            f"{where}.report",
+            f"shows {len(shown)} files ({', '.join(shown)}) under one caption: show one, or split the "
+            "artefact so that each shown figure or table has its own caption",
+        )
+    if shown and decl["caption"] in captions:
+        raise ConfigError(path, f"{where}.caption", f"the same caption as artefact {captions[decl['caption']]!r}")
+    if shown:
+        captions[decl["caption"]] = where.split(".", 1)[1]
+
+
 def validate_artefacts(path: Path, cfg: dict, schema_dir: Path | None = None) -> None:
     """What the schema cannot say: every name an artefact refers to exists, outputs are unique, the
     artefacts do not read each other in a circle, and the ``analysis:`` block matches its paper's schema."""
@@ -159,6 +181,7 @@ def validate_artefacts(path: Path, cfg: dict, schema_dir: Path | None = None) ->
     exps, claim_ids = set(cfg["experiments"]), {c["id"] for c in cfg.get("claims") or []}
     analysis, tables = set(cfg.get("analysis") or {}), set(cfg.get("tables") or {})
     seen: dict[str, str] = {}
+    captions: dict[str, str] = {}
     for name, decl in arts.items():
         where = f"artefacts.{name}"
         if decl["kind"] == "analysis" and (name in layout.RESERVED_DIRS or name in exps):
@@ -190,9 +213,7 @@ def validate_artefacts(path: Path, cfg: dict, schema_dir: Path | None = None) ->
         for c in decl.get("claims") or []:
             if c not in claim_ids:
                 raise ConfigError(path, f"{where}.claims", f"no claim with id {c!r}")
-        for r in report_files(decl):
-            if r not in decl["writes"]:
-                raise ConfigError(path, f"{where}.report", f"{r!r} is not among its writes")
+        _validate_report(path, where, decl, captions)
         for w in decl["writes"]:
             key = f"{layout.KIND_DIRS[decl['kind']].format(name=name)}/{w}"
             if key in seen:

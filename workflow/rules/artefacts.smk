@@ -1,6 +1,7 @@
 # Every paper's tables, figures and analyses, one named rule each (<paper>_<name>), built from the
 # `artefacts:` block of config/papers/<paper>.yaml: what it reads (experiment summaries, the final-stage
-# markers of chosen cells, other artefacts' outputs), what it writes, what the report shows and its caption.
+# markers of chosen cells, other artefacts' outputs), what it writes, what the report shows (one file: a
+# table's CSV or a figure's PNG) and its caption.
 # Each artefact's run spec (run/artefacts/<name>.json) holds only what it reads, so editing one artefact's
 # settings re-runs that artefact (and what reads its outputs) alone.
 

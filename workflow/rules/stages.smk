@@ -163,13 +163,14 @@ rule claims:
         results=lambda w: claims_inputs(w.paper),
         mlflow=rules.mlflow_init.output,
     output:
-        md=report(
-            str(layout.claims_paths(RESULTS, "{paper}")[0]),
+        md=str(layout.claims_paths(RESULTS, "{paper}")[0]),
+        # the report shows the CSV (Snakemake renders it as a table; a .md would be a download link)
+        csv=report(
+            str(layout.claims_paths(RESULTS, "{paper}")[1]),
             category="{paper}",
             subcategory="claims",
             caption="../report/artefact.rst",
         ),
-        csv=str(layout.claims_paths(RESULTS, "{paper}")[1]),
     log:
         R("{paper}", "logs", "claims.log"),
     benchmark:
