@@ -143,8 +143,9 @@ def test_no_per_paper_rule_files_and_one_caption_template():
 
 
 def test_tables_figures_claims_are_report_items():
-    """Artefact outputs listed in `report` (default: the .md of tables, the .png of figures) and claims.md go
-    through report() with the one caption template and the artefact's caption as a param."""
+    """Artefact outputs listed in `report` (default: the .csv of tables, the .png of figures) and claims.csv go
+    through report() with the one caption template and the artefact's caption as a param: the report renders
+    CSV as a table (a .md was only a link), and each shown file has a caption of its own."""
     from seqmix.artefacts import report_files
     from seqmix.config import load_yaml
 
@@ -152,11 +153,28 @@ def test_tables_figures_claims_are_report_items():
     assert 'report(path, caption="../report/artefact.rst"' in text and 'caption=_decl["caption"]' in text
     assert "if Path(o).name in _shown" in text
     stages = (ROOT / "workflow" / "rules" / "stages.smk").read_text()
-    assert re.search(r'claims_paths\(RESULTS, "\{paper\}"\)\[0\]\),\s*category', stages)
+    assert re.search(r'csv=report\(\s*str\(layout.claims_paths\(RESULTS, "\{paper\}"\)\[1\]\),\s*category', stages)
     heads = load_yaml(ROOT / "config" / "papers" / "heads.yaml")["artefacts"]
-    assert report_files(heads["table1"]) == ["table1.md"]
+    assert report_files(heads["table1"]) == ["table1.csv"]
     assert report_files(heads["figure3_left"]) == ["figure3_left.png"]
     assert report_files(heads["theory"]) == []
+    for paper in papers_present():
+        arts = load_yaml(ROOT / "config" / "papers" / f"{paper}.yaml")["artefacts"]
+        shown = {name: report_files(decl) for name, decl in arts.items() if report_files(decl)}
+        assert all(len(files) == 1 and not files[0].endswith(".md") for files in shown.values()), shown
+        captions = [arts[name]["caption"] for name in shown]
+        assert len(set(captions)) == len(captions), f"{paper}: two shown files share a caption"
+
+
+def test_no_shell_rule_starts_a_bare_python():
+    """Guards: `python -m seqmix` in a rule ran whatever `python` PATH found, so the README's direct
+    `.venv/bin/snakemake ...` failed outside `make`. Shell commands start with SEQMIX (sys.executable)."""
+    text = "\n".join(p.read_text() for p in (ROOT / "workflow" / "rules").glob("*.smk"))
+    assert not re.search(r"""["']\s*python3?\s""", text), "a rule starts a bare python"
+    shells = re.findall(r"^\s+shell:\s*\n\s+(.+)$", text, flags=re.M)
+    assert len(shells) >= 9 and all(s.startswith('SEQMIX + "') for s in shells), shells
+    common = (ROOT / "workflow" / "rules" / "common.smk").read_text()
+    assert re.search(r"^SEQMIX = .*sys\.executable", common, flags=re.M)
 
 
 @pytest.mark.parametrize("paper", papers_present())
