@@ -12,9 +12,9 @@ import logging
 from pathlib import Path
 
 from . import runner
+from .results import SCALES
 from .runner import process_age_s, run_cell_stage
 from .runner import setup as _setup
-from .results import SCALES
 
 
 def _cell_stage(args, stage: str) -> None:
@@ -155,9 +155,9 @@ def cmd_where(args):
     results = Path(args.results)
     roots = [layout.scale_root(results, args.scale)] if args.scale else layout.scale_roots(results)
     print("\nseqmix: outputs")
-    for root in roots:
+    for root in (r for r in roots if r.is_dir()):
         print(f"  scale {root.name}:")
-        for d in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []:
+        for d in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
             claims_md = layout.claims_paths(root, d.name)[0]
             if not claims_md.exists():
                 continue

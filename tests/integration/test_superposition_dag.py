@@ -40,7 +40,7 @@ def sdag(tmp_path_factory):
 
 
 def test_outputs_exist(sdag):
-    r = sdag / "results" / "superposition"
+    r = sdag / "results" / "tiny" / "superposition"
     rels = [
         "claims.md",
         "claims.csv",
@@ -76,14 +76,14 @@ def test_outputs_exist(sdag):
 
 
 def test_figure2_is_drawn_from_per_epoch_diagnostics(sdag):
-    fig2 = pd.read_csv(sdag / "results" / "superposition" / "figures" / "figure2.csv")
+    fig2 = pd.read_csv(sdag / "results" / "tiny" / "superposition" / "figures" / "figure2.csv")
     assert set(fig2["slot"]) == {1, 2, 3}
     assert fig2.groupby(["slot", "mode"])["step"].nunique().min() >= 3  # several evaluation epochs per curve
     assert fig2["step"].min() == 0
 
 
 def test_closed_form_claims_hold(sdag):
-    claims = pd.read_csv(sdag / "results" / "superposition" / "claims.csv")
+    claims = pd.read_csv(sdag / "results" / "tiny" / "superposition" / "claims.csv")
     assert set(claims["verdict"]) <= {"holds", "differs", "not expected at this scale", "not run"}
     assert "not run" not in set(claims["verdict"]), claims[claims["verdict"] == "not run"].to_string()
     closed = claims[claims["source"] == "closed-form"]

@@ -129,7 +129,8 @@ def test_claims_spec_reads_every_summary_and_artefact_output(tmp_path, heads):
     spec = A.claims_spec("heads", heads, "tiny", tmp_path, {"uri": "none"})
     assert spec["results"] == str(tmp_path) and spec["paper_dir"] == str(tmp_path / "tiny" / "heads")
     assert spec["inputs"]["summaries"]["exp1"] == str(tmp_path / "tiny" / "heads" / "exp1" / "summary.csv")
-    assert A.claims_spec("heads", heads, "cpu", tmp_path, {"uri": "none"})["paper_dir"] == str(tmp_path / "cpu" / "heads")
+    cpu = A.claims_spec("heads", heads, "cpu", tmp_path, {"uri": "none"})
+    assert cpu["paper_dir"] == str(tmp_path / "cpu" / "heads")
     assert set(spec["inputs"]["summaries"]) == {"exp1", "exp2"}
     assert set(spec["inputs"]["artefacts"]) == set(heads["artefacts"])
     assert spec["claims"] == heads["claims"]

@@ -32,4 +32,4 @@ for _paper, _cfg in PAPERS.items():
                 out=lambda w, output: Path(output[0]).parent,  # the kind dir (writes are plain file names)
                 caption=_decl["caption"],
             shell:
-                SEQMIX + " artefact --run {input.run:q} --out {params.out:q} 2> {log:q}"
+                "{SEQMIX_CLI} artefact --run {input.run:q} --out {params.out:q} 2> {log:q}"

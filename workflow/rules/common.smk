@@ -28,9 +28,10 @@ RESULTS_ROOT = config["results"]  # every scale side by side, and the MLflow sto
 RESULTS = str(layout.scale_root(RESULTS_ROOT, SCALE))  # this scale's run: every rule's outputs
 PAPERS = SEQMIX["papers"]
 CELLS = {p: expand_cells(p, cfg, SCALE) for p, cfg in PAPERS.items()}
-# The interpreter running Snakemake runs the jobs too: a bare `python` would be whatever PATH finds (not
-# the venv when snakemake is called as .venv/bin/snakemake). Braces doubled: shell strings are formatted.
-SEQMIX = f"{shlex.quote(sys.executable)} -m seqmix".replace("{", "{{").replace("}", "}}")
+# The interpreter running Snakemake runs the jobs too (shell commands start with "{SEQMIX_CLI} "): a bare
+# `python` would be whatever PATH finds, not the venv when snakemake is called as .venv/bin/snakemake.
+# A global, not a param: params are a rerun trigger, and another venv path must not re-run finished jobs.
+SEQMIX_CLI = f"{shlex.quote(sys.executable)} -m seqmix"
 EXPERIMENTS = sorted({e for cfg in PAPERS.values() for e in cfg["experiments"]})
 _clashes = sorted(
     f"config/papers/{p}.yaml: artefacts.{name}"

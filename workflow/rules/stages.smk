@@ -90,7 +90,7 @@ rule train:
     resources:
         **slurm_resources_of("train"),
     shell:
-        SEQMIX + " train --run {input.run:q} --out {output:q} --threads {threads} "
+        "{SEQMIX_CLI} train --run {input.run:q} --out {output:q} --threads {threads} "
         "--dispatch {input.dispatch:q} 2> {log:q}"
 
 
@@ -109,7 +109,7 @@ rule evaluate:
     resources:
         **slurm_resources_of("evaluate"),
     shell:
-        SEQMIX + " evaluate --run {input.run:q} --out {output:q} --threads {threads} "
+        "{SEQMIX_CLI} evaluate --run {input.run:q} --out {output:q} --threads {threads} "
         "--dispatch {input.dispatch:q} 2> {log:q}"
 
 
@@ -135,7 +135,7 @@ rule diagnose:
     resources:
         **slurm_resources_of("diagnose"),
     shell:
-        SEQMIX + " diagnose --run {input.run:q} --out {output:q} --threads {threads} "
+        "{SEQMIX_CLI} diagnose --run {input.run:q} --out {output:q} --threads {threads} "
         "--dispatch {input.dispatch:q} 2> {log:q}"
 
 
@@ -154,7 +154,7 @@ rule collect:
         R("{paper}", "benchmarks", "collect", "{experiment}.tsv")
     localrule: True
     shell:
-        SEQMIX + " collect --out {output:q} {input:q} 2> {log:q}"
+        "{SEQMIX_CLI} collect --out {output:q} {input:q} 2> {log:q}"
 
 
 rule claims:
@@ -183,4 +183,4 @@ rule claims:
             "at this scale / not run)."
         ),
     shell:
-        SEQMIX + " claims --run {input.run:q} --out-md {output.md:q} --out-csv {output.csv:q} 2> {log:q}"
+        "{SEQMIX_CLI} claims --run {input.run:q} --out-md {output.md:q} --out-csv {output.csv:q} 2> {log:q}"

@@ -15,7 +15,7 @@ rule mlflow_init:
         papers=list(PAPERS),
         results=lambda w, output: Path(output[0]).parents[1],  # the results root (shared by the scales)
     shell:
-        SEQMIX + " mlflow-init --uri {params.uri:q} --results {params.results:q} "
+        "{SEQMIX_CLI} mlflow-init --uri {params.uri:q} --results {params.results:q} "
         "--papers {params.papers:q} --out {output:q} 2> {log:q}"
 
 
@@ -34,4 +34,4 @@ rule mlflow_sync:
         uri=config["tracking"]["uri"],
         results=lambda w, output: Path(output[0]).parents[1],  # the results root (shared by the scales)
     shell:
-        SEQMIX + " mlflow-sync --uri {params.uri:q} --results {params.results:q} --out {output:q} 2> {log:q}"
+        "{SEQMIX_CLI} mlflow-sync --uri {params.uri:q} --results {params.results:q} --out {output:q} 2> {log:q}"
