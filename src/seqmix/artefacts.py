@@ -14,7 +14,8 @@ one claim re-runs only the claims step. Declaration (see workflow/schemas/paper.
           configs: [exp1]                  # resolved configs only: no wait for any result
           artefacts: [theory]              # the declared outputs of other artefacts of the paper
         writes: [figure4.png, figure4.pdf]
-        report: [figure4.png]              # default: the .csv of tables, the .png of figures; one file at most
+        report: [figure4.png]              # default: the .csv of tables (shown rendered as HTML,
+                                           # <paper>/report/<name>.html), the .png of figures; one file at most
         caption: "..."                     # the shown file's caption, unique in the paper
         analysis: [figure4]                # keys of `analysis:` (or of `tables:`) it receives
         claims: [exp2-ssm-rho]             # claims whose `reported` values it shows
@@ -52,6 +53,13 @@ def report_files(decl: dict) -> list[str]:
     return [w for w in decl["writes"] if ext and w.endswith(ext)]
 
 
+def report_html(results: str | Path, paper: str, paper_cfg: dict, name: str) -> Path | None:
+    """Where the artefact's shown CSV is rendered as HTML for report.html (which shows a CSV only as a
+    download link); None when it shows an image or nothing."""
+    shown = report_files(paper_cfg["artefacts"][name])
+    return layout.report_html_path(results, paper, name) if shown and shown[0].endswith(".csv") else None
+
+
 def outputs(results: str | Path, paper: str, paper_cfg: dict, name: str) -> list[Path]:
     decl = paper_cfg["artefacts"][name]
     d = layout.artefact_dir(results, paper, decl["kind"], name)
@@ -60,6 +68,12 @@ def outputs(results: str | Path, paper: str, paper_cfg: dict, name: str) -> list
 
 def all_outputs(results: str | Path, paper: str, paper_cfg: dict) -> list[Path]:
     return [p for name in paper_cfg.get("artefacts") or {} for p in outputs(results, paper, paper_cfg, name)]
+
+
+def all_report_html(results: str | Path, paper: str, paper_cfg: dict) -> list[Path]:
+    """The HTML renderings of every shown CSV of the paper (``report_html``)."""
+    names = paper_cfg.get("artefacts") or {}
+    return [h for h in (report_html(results, paper, paper_cfg, n) for n in names) if h is not None]
 
 
 def selected_cells(cells: dict, experiment: str, pattern: str) -> list[str]:

@@ -76,6 +76,10 @@ def cmd_artefact(args):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     fn(spec, out)
+    if args.html:  # the shown CSV as the HTML report shows it
+        from .report.html import write_table_html
+
+        write_table_html(out / args.html_from, args.html, f"{spec['paper']}: {spec['name']}")
 
 
 def cmd_claims(args):
@@ -86,6 +90,10 @@ def cmd_claims(args):
     spec = read_json(args.run)
     results = claims.evaluate_claims(spec["claims"], Path(spec["paper_dir"]), spec["scale"])
     claims.write_claims(results, Path(args.out_md), Path(args.out_csv), spec["paper"], spec["scale"])
+    if args.out_html:
+        from .report.html import write_table_html
+
+        write_table_html(args.out_csv, args.out_html, f"{spec['paper']}: claims at scale {spec['scale']}")
     artefacts = [p for paths in spec["inputs"]["artefacts"].values() for p in paths]
     _log_paper_artefacts(spec, [args.out_md, args.out_csv] + artefacts)
 
@@ -256,10 +264,13 @@ def main(argv: list[str] | None = None) -> None:
     sp = add("artefact", cmd_artefact, "render one table, figure or analysis of a paper")
     sp.add_argument("--run", required=True, help="the artefact's run spec JSON (it names the paper and artefact)")
     sp.add_argument("--out", required=True, help="the directory it writes into")
+    sp.add_argument("--html", help="also render the written CSV --html-from as this HTML page (for the report)")
+    sp.add_argument("--html-from", help="the written CSV (a file name in --out) that --html renders")
     sp = add("claims", cmd_claims, "check the paper's claims against our results")
     sp.add_argument("--run", required=True, help="the claims step's run spec JSON")
     sp.add_argument("--out-md", required=True)
     sp.add_argument("--out-csv", required=True)
+    sp.add_argument("--out-html", help="the claims table as an HTML page (for the report)")
     sp = add("mlflow-init", cmd_mlflow_init, "create the MLflow store and experiments once")
     sp.add_argument("--uri", required=True)
     sp.add_argument("--results", required=True)

@@ -18,7 +18,8 @@ paper::
                 <experiment>/<variant>/<point>/seed<seed>/   a leaf: checkpoint, history, metrics, markers
                 tables/  figures/                   the outputs of `table` and `figure` artefacts
                 <name>/                             the outputs of an `analysis` artefact (claims: ``table: <name>``)
-                claims.md  claims.csv
+                claims.md  claims.csv  claims.html
+                report/<name>.html                  a shown CSV table rendered for report.html
                 logs/  benchmarks/
 
 The scale comes first, not after the paper, because a scale's run is one self-contained tree: its report,
@@ -42,7 +43,7 @@ LEAF_MARKERS = {"train": "train.done.json", "evaluate": "metrics.json", "diagnos
 # where the outputs of each artefact kind go, under the paper's directory ({name}: the artefact's name)
 KIND_DIRS = {"table": "tables", "figure": "figures", "analysis": "{name}"}
 # names an analysis artefact may not take: its directory would collide with these
-RESERVED_DIRS = frozenset({"run", "logs", "benchmarks", "tables", "figures", "cells"})
+RESERVED_DIRS = frozenset({"run", "logs", "benchmarks", "tables", "figures", "cells", "report"})
 # the scales a run can have (config/config.yaml `scale:`); each is a directory under the results root
 SCALES = ("tiny", "cpu", "paper")
 
@@ -95,6 +96,16 @@ def claims_paths(results: str | Path, paper: str) -> tuple[Path, Path]:
     """(claims.md, claims.csv)."""
     d = paper_dir(results, paper)
     return d / "claims.md", d / "claims.csv"
+
+
+def claims_html_path(results: str | Path, paper: str) -> Path:
+    """The claims table as the HTML report shows it (it renders HTML, not Markdown or CSV)."""
+    return paper_dir(results, paper) / "claims.html"
+
+
+def report_html_path(results: str | Path, paper: str, name: str) -> Path:
+    """The HTML rendering of artefact ``name``'s shown CSV, for the HTML report."""
+    return paper_dir(results, paper) / "report" / f"{name}.html"
 
 
 def leaf_dir(results: str | Path, paper: str, experiment: str, variant: str, point: str, seed: int) -> Path:

@@ -148,25 +148,31 @@ def test_no_per_paper_rule_files_and_one_caption_template():
 
 
 def test_tables_figures_claims_are_report_items():
-    """Artefact outputs listed in `report` (default: the .csv of tables, the .png of figures) and claims.csv go
-    through report() with the one caption template and the artefact's caption as a param: the report renders
-    CSV as a table (a .md was only a link), and each shown file has a caption of its own."""
-    from seqmix.artefacts import report_files
+    """Guards: report.html showed claims and tables as links to .md files it cannot render. What the report
+    shows is an image or HTML: a figure's PNG, a table's CSV rendered as <paper>/report/<name>.html, the claims
+    as claims.html; each through report() with the one caption template, the artefact's own caption as a
+    param, and no two shown files share a caption."""
+    from seqmix import results as layout
+    from seqmix.artefacts import report_files, report_html
     from seqmix.config import load_yaml
 
     text = (ROOT / "workflow" / "rules" / "artefacts.smk").read_text()
     assert 'report(path, caption="../report/artefact.rst"' in text and 'caption=_decl["caption"]' in text
-    assert "if Path(o).name in _shown" in text
+    assert "if Path(o).name in _shown" in text and "html=[_report_item(str(_html), _paper, _decl)]" in text
     stages = (ROOT / "workflow" / "rules" / "stages.smk").read_text()
-    assert re.search(r'csv=report\(\s*str\(layout.claims_paths\(RESULTS, "\{paper\}"\)\[1\]\),\s*category', stages)
-    heads = load_yaml(ROOT / "config" / "papers" / "heads.yaml")["artefacts"]
+    assert re.search(r'html=report\(\s*str\(layout.claims_html_path\(RESULTS, "\{paper\}"\)\),\s*category', stages)
+    assert "--out-html {output.html:q}" in stages
+    cfg = load_yaml(ROOT / "config" / "papers" / "heads.yaml")
+    heads = cfg["artefacts"]
     assert report_files(heads["table1"]) == ["table1.csv"]
+    assert report_html("r", "heads", cfg, "table1") == layout.report_html_path("r", "heads", "table1")
     assert report_files(heads["figure3_left"]) == ["figure3_left.png"]
+    assert report_html("r", "heads", cfg, "figure3_left") is None
     assert report_files(heads["theory"]) == []
     for paper in papers_present():
         arts = load_yaml(ROOT / "config" / "papers" / f"{paper}.yaml")["artefacts"]
         shown = {name: report_files(decl) for name, decl in arts.items() if report_files(decl)}
-        assert all(len(files) == 1 and not files[0].endswith(".md") for files in shown.values()), shown
+        assert all(len(files) == 1 and files[0].endswith((".png", ".csv")) for files in shown.values()), shown
         captions = [arts[name]["caption"] for name in shown]
         assert len(set(captions)) == len(captions), f"{paper}: two shown files share a caption"
 

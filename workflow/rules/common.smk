@@ -105,9 +105,10 @@ def threads_of(paper, experiment):
 
 
 def paper_targets(paper):
-    """A paper's claims and every declared artefact output."""
+    """A paper's claims and every declared artefact output, with the HTML renderings the report shows."""
     md, csv = layout.claims_paths(RESULTS, paper)
-    return [str(md), str(csv)] + [str(p) for p in A.all_outputs(RESULTS, paper, PAPERS[paper])]
+    html = [layout.claims_html_path(RESULTS, paper), *A.all_report_html(RESULTS, paper, PAPERS[paper])]
+    return [str(md), str(csv)] + [str(p) for p in A.all_outputs(RESULTS, paper, PAPERS[paper]) + html]
 
 
 def all_targets():

@@ -164,9 +164,10 @@ rule claims:
         mlflow=rules.mlflow_init.output,
     output:
         md=str(layout.claims_paths(RESULTS, "{paper}")[0]),
-        # the report shows the CSV (Snakemake renders it as a table; a .md would be a download link)
-        csv=report(
-            str(layout.claims_paths(RESULTS, "{paper}")[1]),
+        csv=str(layout.claims_paths(RESULTS, "{paper}")[1]),
+        # the report shows HTML inline; a .md or .csv only as a download link
+        html=report(
+            str(layout.claims_html_path(RESULTS, "{paper}")),
             category="{paper}",
             subcategory="claims",
             caption="../report/artefact.rst",
@@ -183,4 +184,5 @@ rule claims:
             "at this scale / not run)."
         ),
     shell:
-        "{SEQMIX_CLI} claims --run {input.run:q} --out-md {output.md:q} --out-csv {output.csv:q} 2> {log:q}"
+        "{SEQMIX_CLI} claims --run {input.run:q} --out-md {output.md:q} --out-csv {output.csv:q} "
+        "--out-html {output.html:q} 2> {log:q}"
