@@ -58,6 +58,17 @@ def test_dry_run_log_is_small_and_clean(dry_runs):
     assert re.search(r"^rule train:$", log, flags=re.M), "the per-job rule lines are still printed"
 
 
+def test_collect_matches_only_declared_experiments(workflow):
+    """Guards: `{paper}/{experiment}/summary.csv` matched any directory (analysis outputs such as
+    heads/theory/, or a typo), so the collect rule was a candidate producer with an empty cell list. The
+    experiment wildcard now takes the declared names only: an unknown one has no rule at all."""
+    r = snakemake(workflow, "-n", "results/tiny/heads/nosuch/summary.csv")
+    assert r.returncode != 0 and "MissingRuleException" in r.stdout + r.stderr, r.stdout[-2000:]
+    r = snakemake(workflow, "-n", "results/tiny/heads/theory/summary.csv")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "rule collect:" not in r.stdout + r.stderr and "heads_theory" in r.stdout + r.stderr
+
+
 def test_scales_write_disjoint_paths(dry_runs):
     """Guards: a cpu run replaced the tiny results (no scale in the paths). Every output of a scale lies
     under results/<scale>/, and the two dry runs share no output but the MLflow store's setup marker."""
