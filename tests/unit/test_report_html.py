@@ -15,7 +15,7 @@ def test_every_row_and_cell_as_written_and_escaped(tmp_path):
     assert page.startswith("<!DOCTYPE html>") and "<h3>heads: claims &lt;tiny&gt;</h3>" in page
     assert page.count("</tr>") == 3  # header + two rows
     assert "<td>0.910</td>" in page  # display strings stay as written (not parsed as 0.91)
-    assert "a &lt;b&gt; &amp; \"c\"" in page and "<b>" not in page
+    assert 'a &lt;b&gt; &amp; "c"' in page and "<b>" not in page
     assert "nan" not in page.lower()  # an empty cell stays empty
 
 
