@@ -15,6 +15,10 @@ TORCH_WHEEL ?=
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 REQUIREMENTS ?= envs/requirements-cpu.txt
 PROFILE ?= profiles/local
+# the scale to run; its results go to results/$(SCALE)/ beside the other scales' (seqmix.results)
+SCALE ?= tiny
+# other config keys, e.g. CONFIG='papers=[heads]' (one --config: a second would replace the first)
+CONFIG ?=
 SMK_ARGS ?=
 PYTEST_ARGS ?=
 
@@ -26,9 +30,10 @@ export MPLBACKEND := Agg
 
 .PHONY: reproduce test venv report clean-results dryrun help
 help:
-	@echo "make reproduce   # venv + install + the whole DAG at tiny scale + report"
+	@echo "make reproduce   # venv + install + the whole DAG at tiny scale + report (results/tiny/)"
 	@echo "make test        # venv + install + the test suite"
-	@echo "make dryrun SMK_ARGS='--config scale=cpu'"
+	@echo "make reproduce SCALE=cpu   # results/cpu/, beside results/tiny/"
+	@echo "make dryrun SCALE=cpu"
 
 venv: $(STAMP)
 
@@ -46,13 +51,15 @@ else
 endif
 	touch $@
 
+SMK := $(BIN)/snakemake --workflow-profile $(PROFILE) $(SMK_ARGS) --config scale=$(SCALE) $(CONFIG)
+
 reproduce: $(STAMP)
-	$(BIN)/snakemake --workflow-profile $(PROFILE) $(SMK_ARGS)
-	$(BIN)/snakemake --workflow-profile $(PROFILE) $(SMK_ARGS) --report results/report.html
+	$(SMK)
+	$(SMK) --report results/$(SCALE)/report.html
 	@$(BIN)/python -m seqmix where --results results
 
 dryrun: $(STAMP)
-	$(BIN)/snakemake --workflow-profile $(PROFILE) -n $(SMK_ARGS)
+	$(SMK) -n
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

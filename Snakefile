@@ -1,7 +1,7 @@
 # seqmix: every experiment, table and figure of five papers on long-range memory in sequence mixers.
 # Thin on purpose: configs are validated here, then the rules in workflow/rules/ build the DAG.
-# Usage: snakemake --workflow-profile profiles/local            (tiny scale, what `make reproduce` runs)
-#        snakemake --workflow-profile profiles/local --config scale=cpu
+# Usage: snakemake --workflow-profile profiles/local            (tiny scale -> results/tiny/, `make reproduce`)
+#        snakemake --workflow-profile profiles/local --config scale=cpu      (-> results/cpu/, beside tiny)
 import sys
 from pathlib import Path
 

@@ -7,7 +7,7 @@ begins; work = the rest), `seqmix-ingest s=` (MLflow ingest, mlflow import inclu
 "other" is the rest of the job-seconds (evaluation, diagnostics, tables, figures, claims, Snakemake's
 run-config jobs). Usage, after `make reproduce`:
 
-    python benchmarks/dag_timing.py --results results [--elapsed SECONDS] [--markdown benchmarks/RESULTS.md]
+    python benchmarks/dag_timing.py --results results/tiny [--elapsed SECONDS] [--markdown benchmarks/RESULTS.md]
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ TRAIN = re.compile(r"seqmix-train s=([0-9.]+)")
 
 
 def rule_of(bench: Path, results: Path) -> tuple[str, str]:
-    """(rule, job) from results/<paper>/benchmarks/<rule>[/<job>].tsv or results/.pipeline/benchmarks/<rule>.tsv."""
+    """(rule, job) from <paper>/benchmarks/<rule>[/<job>].tsv or .pipeline/benchmarks/<rule>.tsv under a scale's
+    root (results/<scale>)."""
     rel = bench.relative_to(results).with_suffix("")
     parts = rel.parts
     i = parts.index("benchmarks")
@@ -96,7 +97,7 @@ def split_line(df: pd.DataFrame, elapsed: float | None = None) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--results", default="results")
+    ap.add_argument("--results", default="results/tiny", help="one scale's root (results/<scale>)")
     ap.add_argument("--markdown", help="append the table to this Markdown file")
     ap.add_argument("--title", default="DAG timing")
     ap.add_argument("--elapsed", type=float, help="the DAG's wall-clock seconds (Snakemake's), to report too")

@@ -14,8 +14,9 @@ one claim re-runs only the claims step. Declaration (see workflow/schemas/paper.
           configs: [exp1]                  # resolved configs only: no wait for any result
           artefacts: [theory]              # the declared outputs of other artefacts of the paper
         writes: [figure4.png, figure4.pdf]
-        report: [figure4.png]              # default: the .md of tables, the .png of figures
-        caption: "..."
+        report: [figure4.png]              # default: the .csv of tables (shown rendered as HTML,
+                                           # <paper>/report/<name>.html), the .png of figures; one file at most
+        caption: "..."                     # the shown file's caption, unique in the paper
         analysis: [figure4]                # keys of `analysis:` (or of `tables:`) it receives
         claims: [exp2-ssm-rho]             # claims whose `reported` values it shows
 
@@ -34,7 +35,9 @@ from . import results as layout
 from .config_base import SCHEMA_DIR_DEFAULT, ConfigError, deep_merge, load_yaml, validate
 from .leaves import leaf_config, leaf_record
 
-DEFAULT_REPORT = {"table": ".md", "figure": ".png", "analysis": None}
+# what report.html shows by default: a table's CSV (Snakemake renders it as a table; it cannot render .md)
+# and a figure's PNG
+DEFAULT_REPORT = {"table": ".csv", "figure": ".png", "analysis": None}
 
 
 def stages_of(paper_cfg: dict, experiment: str) -> list[str]:
@@ -43,11 +46,18 @@ def stages_of(paper_cfg: dict, experiment: str) -> list[str]:
 
 
 def report_files(decl: dict) -> list[str]:
-    """The outputs shown in the HTML report: ``report``, else the .md of tables / the .png of figures."""
+    """The outputs shown in the HTML report: ``report``, else the .csv of tables / the .png of figures."""
     if "report" in decl:
         return list(decl["report"])
     ext = DEFAULT_REPORT[decl["kind"]]
     return [w for w in decl["writes"] if ext and w.endswith(ext)]
+
+
+def report_html(results: str | Path, paper: str, paper_cfg: dict, name: str) -> Path | None:
+    """Where the artefact's shown CSV is rendered as HTML for report.html (which shows a CSV only as a
+    download link); None when it shows an image or nothing."""
+    shown = report_files(paper_cfg["artefacts"][name])
+    return layout.report_html_path(results, paper, name) if shown and shown[0].endswith(".csv") else None
 
 
 def outputs(results: str | Path, paper: str, paper_cfg: dict, name: str) -> list[Path]:
@@ -58,6 +68,12 @@ def outputs(results: str | Path, paper: str, paper_cfg: dict, name: str) -> list
 
 def all_outputs(results: str | Path, paper: str, paper_cfg: dict) -> list[Path]:
     return [p for name in paper_cfg.get("artefacts") or {} for p in outputs(results, paper, paper_cfg, name)]
+
+
+def all_report_html(results: str | Path, paper: str, paper_cfg: dict) -> list[Path]:
+    """The HTML renderings of every shown CSV of the paper (``report_html``)."""
+    names = paper_cfg.get("artefacts") or {}
+    return [h for h in (report_html(results, paper, paper_cfg, n) for n in names) if h is not None]
 
 
 def selected_cells(cells: dict, experiment: str, pattern: str) -> list[str]:
@@ -127,24 +143,48 @@ def artefact_spec(paper: str, paper_cfg: dict, name: str, scale: str, results: s
 
 def claims_spec(paper: str, paper_cfg: dict, scale: str, results: str | Path, tracking: dict) -> dict:
     """What the claims step reads: the claims, the experiments' summaries and the artefacts' outputs (the
-    results root and tracking settings: the step logs the paper's artefacts to one MLflow run)."""
+    results root and tracking settings: the step logs the paper's artefacts to one MLflow run).
+
+    Unlike the other functions here, ``results`` is the results root, not a scale's root: the MLflow store
+    and its lock are shared by the scales, the paper's files live under ``scale_root(results, scale)``."""
+    root = layout.scale_root(results, scale)
     return {
         "paper": paper,
         "scale": scale,
-        "paper_dir": str(layout.paper_dir(results, paper)),
+        "paper_dir": str(layout.paper_dir(root, paper)),
         "results": str(results),
         "tracking": tracking,
         "claims": paper_cfg.get("claims") or [],
         "inputs": {
-            "summaries": {e: str(layout.summary_path(results, paper, e)) for e in paper_cfg["experiments"]},
+            "summaries": {e: str(layout.summary_path(root, paper, e)) for e in paper_cfg["experiments"]},
             "artefacts": {
-                a: [str(p) for p in outputs(results, paper, paper_cfg, a)] for a in paper_cfg.get("artefacts") or {}
+                a: [str(p) for p in outputs(root, paper, paper_cfg, a)] for a in paper_cfg.get("artefacts") or {}
             },
         },
     }
 
 
 # ----------------------------------------------------------------------------- validation
+
+
+def _validate_report(path: Path, where: str, decl: dict, captions: dict[str, str]) -> None:
+    """What report.html shows of an artefact: files it writes, at most one (the rule has one caption, so a
+    second figure would be shown under the first one's caption), and a caption no other artefact shows."""
+    shown = report_files(decl)
+    for r in shown:
+        if r not in decl["writes"]:
+            raise ConfigError(path, f"{where}.report", f"{r!r} is not among its writes")
+    if len(shown) > 1:
+        raise ConfigError(
+            path,
+            f"{where}.report",
+            f"shows {len(shown)} files ({', '.join(shown)}) under one caption: show one, or split the "
+            "artefact so that each shown figure or table has its own caption",
+        )
+    if shown and decl["caption"] in captions:
+        raise ConfigError(path, f"{where}.caption", f"the same caption as artefact {captions[decl['caption']]!r}")
+    if shown:
+        captions[decl["caption"]] = where.split(".", 1)[1]
 
 
 def validate_artefacts(path: Path, cfg: dict, schema_dir: Path | None = None) -> None:
@@ -155,6 +195,7 @@ def validate_artefacts(path: Path, cfg: dict, schema_dir: Path | None = None) ->
     exps, claim_ids = set(cfg["experiments"]), {c["id"] for c in cfg.get("claims") or []}
     analysis, tables = set(cfg.get("analysis") or {}), set(cfg.get("tables") or {})
     seen: dict[str, str] = {}
+    captions: dict[str, str] = {}
     for name, decl in arts.items():
         where = f"artefacts.{name}"
         if decl["kind"] == "analysis" and (name in layout.RESERVED_DIRS or name in exps):
@@ -186,9 +227,7 @@ def validate_artefacts(path: Path, cfg: dict, schema_dir: Path | None = None) ->
         for c in decl.get("claims") or []:
             if c not in claim_ids:
                 raise ConfigError(path, f"{where}.claims", f"no claim with id {c!r}")
-        for r in report_files(decl):
-            if r not in decl["writes"]:
-                raise ConfigError(path, f"{where}.report", f"{r!r} is not among its writes")
+        _validate_report(path, where, decl, captions)
         for w in decl["writes"]:
             key = f"{layout.KIND_DIRS[decl['kind']].format(name=name)}/{w}"
             if key in seen:

@@ -1,7 +1,7 @@
 """The claims engine: the papers' numbers and statements beside ours, with an honest verdict.
 
 A claim (in ``config/papers/<paper>.yaml``) names where our value comes from (``ours``: a summary table
-under ``results/<paper>/<table>/summary.csv``, a metric, a row filter, an aggregate over seeds) and a
+under ``results/<scale>/<paper>/<table>/summary.csv``, a metric, a row filter, an aggregate over seeds) and a
 check:
 
 - ``within``: our value lies in [lo, hi], or within rtol/atol of ``target`` (default: the reported value);

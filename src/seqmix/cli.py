@@ -12,6 +12,7 @@ import logging
 from pathlib import Path
 
 from . import cli_list, runner
+from .results import SCALES
 from .runner import process_age_s, run_cell_stage
 from .runner import setup as _setup
 
@@ -83,6 +84,10 @@ def cmd_artefact(args):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     fn(spec, out)
+    if args.html:  # the shown CSV as the HTML report shows it
+        from .report.html import write_table_html
+
+        write_table_html(out / args.html_from, args.html, f"{spec['paper']}: {spec['name']}")
 
 
 def cmd_claims(args):
@@ -95,6 +100,10 @@ def cmd_claims(args):
 
     results = claims.evaluate_claims(spec["claims"], Path(spec["paper_dir"]), spec["scale"])
     claims.write_claims(results, Path(args.out_md), Path(args.out_csv), spec["paper"], spec["scale"], git_sha())
+    if args.out_html:
+        from .report.html import write_table_html
+
+        write_table_html(args.out_csv, args.out_html, f"{spec['paper']}: claims at scale {spec['scale']}")
     artefacts = [p for paths in spec["inputs"]["artefacts"].values() for p in paths]
     _log_paper_artefacts(spec, [args.out_md, args.out_csv] + artefacts)
 
@@ -113,11 +122,12 @@ def cmd_claims_summary(args):
 
 def _log_paper_artefacts(spec: dict, files: list[str]) -> None:
     """One paper-level MLflow run holding the tables, figures and claims as artifacts."""
+    from . import results as layout
     from . import tracking
     from .io import config_hash
 
     uri = tracking.resolve_uri(spec["tracking"]["uri"])
-    key = f"{spec['paper']}.artefacts"
+    key = f"{spec['paper']}.{spec['scale']}.artefacts"  # per scale: a cpu run never replaces tiny's
     rec = tracking.buffer_record(
         key=key,
         experiment=spec["paper"],
@@ -131,7 +141,8 @@ def _log_paper_artefacts(spec: dict, files: list[str]) -> None:
     )
     buf = Path(spec["paper_dir"]) / "tracking-artefacts.jsonl"
     tracking.write_buffer(buf, [rec])
-    tracking.ingest(tracking.paper_buffers(spec["results"], spec["paper"]) + [buf], uri, spec["results"])
+    root = layout.scale_root(spec["results"], spec["scale"])  # the buffers are the scale's, the store is shared
+    tracking.ingest(tracking.paper_buffers(root, spec["paper"]) + [buf], uri, spec["results"])
 
 
 def cmd_mlflow_init(args):
@@ -167,25 +178,30 @@ def cmd_report_index(args):
 
 
 def cmd_where(args):
-    """Print where the tables, figures, claims, report and MLflow database of a run are."""
+    """Print where the tables, figures, claims and report of each scale's run are, and the MLflow database
+    the scales share (results/<scale>/<paper>/...; seqmix.results)."""
     from . import results as layout
 
     results = Path(args.results)
+    roots = [layout.scale_root(results, args.scale)] if args.scale else layout.scale_roots(results)
     print("\nseqmix: outputs")
-    for d in sorted(p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        claims_md = layout.claims_paths(results, d.name)[0]
-        if not claims_md.exists():
-            continue
-        print(f"  {d.name}:")
-        print(f"    claims   {claims_md}")
-        for kind, ext in (("table", "*.md"), ("figure", "*.png")):
-            files = sorted(layout.artefact_dir(results, d.name, kind, "").glob(ext))
-            if files:
-                print(f"    {kind + 's':8s} " + "  ".join(str(f) for f in files))
-    for name, what in (("report.html", "report  "), ("report.md", "index   "), ("mlflow.db", "mlflow  ")):
-        if (results / name).exists():
-            print(f"  {what} {results / name}")
+    for root in (r for r in roots if r.is_dir()):
+        print(f"  scale {root.name}:")
+        for d in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            claims_md = layout.claims_paths(root, d.name)[0]
+            if not claims_md.exists():
+                continue
+            print(f"    {d.name}:")
+            print(f"      claims   {claims_md}")
+            for kind, ext in (("table", "*.md"), ("figure", "*.png")):
+                files = sorted(layout.artefact_dir(root, d.name, kind, "").glob(ext))
+                if files:
+                    print(f"      {kind + 's':8s} " + "  ".join(str(f) for f in files))
+        for name, what in (("report.html", "report  "), ("report.md", "index   ")):
+            if (root / name).exists():
+                print(f"    {what} {root / name}")
     if (results / "mlflow.db").exists():
+        print(f"  mlflow   {results / 'mlflow.db'} (every scale; runs tagged scale=...)")
         print(f"  browse runs: mlflow ui --backend-store-uri sqlite:///{results / 'mlflow.db'}")
 
 
@@ -218,11 +234,12 @@ def cmd_progress(args):
     step of its last checkpoint) or not started, with chosen metrics of the evaluated ones. For watching a
     long run, and for reading the leaves that finished when the whole DAG has not."""
     from .io import read_json
-    from .results import cell_run_paths, paper_dir
+    from .results import cell_run_paths, paper_dir, scale_root
 
-    cells = cell_run_paths(args.results, args.paper, args.experiment)
+    root = scale_root(args.results, args.scale)
+    cells = cell_run_paths(root, args.paper, args.experiment)
     if not cells:
-        where = paper_dir(args.results, args.paper) / "run"
+        where = paper_dir(root, args.paper) / "run"
         raise SystemExit(f"no run configs under {where} (has the DAG written them yet?)")
     metrics = [m for m in (args.metrics or "").split(",") if m]
     rows = []
@@ -280,12 +297,15 @@ def main(argv: list[str] | None = None) -> None:
     sp = add("artefact", cmd_artefact, "render one table, figure or analysis of a paper")
     sp.add_argument("--run", required=True, help="the artefact's run spec JSON (it names the paper and artefact)")
     sp.add_argument("--out", required=True, help="the directory it writes into")
+    sp.add_argument("--html", help="also render the written CSV --html-from as this HTML page (for the report)")
+    sp.add_argument("--html-from", help="the written CSV (a file name in --out) that --html renders")
     sp = add("claims", cmd_claims, "check the paper's claims against our results")
     sp.add_argument("--run", required=True, help="the claims step's run spec JSON")
     sp.add_argument("--out-md", required=True)
     sp.add_argument("--out-csv", required=True)
-    sp = add("claims-summary", cmd_claims_summary, "verdict counts per paper and kind, from results/*/claims.csv")
-    sp.add_argument("--results", default="results")
+    sp.add_argument("--out-html", help="the claims table as an HTML page (for the report)")
+    sp = add("claims-summary", cmd_claims_summary, "verdict counts per paper and kind, from <results>/<paper>/claims.csv")
+    sp.add_argument("--results", default="results/tiny", help="one scale's results (results/<scale>)")
     sp.add_argument("--out", default="docs/measured/claims_counts.md")
     sp = add("mlflow-init", cmd_mlflow_init, "create the MLflow store and experiments once")
     sp.add_argument("--uri", required=True)
@@ -303,8 +323,10 @@ def main(argv: list[str] | None = None) -> None:
     sp.add_argument("--out", required=True)
     sp = add("where", cmd_where, "print where a run's outputs are")
     sp.add_argument("--results", default="results")
+    sp.add_argument("--scale", choices=SCALES, help="one scale (default: every scale under --results)")
     sp = add("progress", cmd_progress, "what has trained/evaluated so far, with chosen metrics")
     sp.add_argument("--results", default="results")
+    sp.add_argument("--scale", choices=SCALES, default="tiny")
     sp.add_argument("--paper", required=True)
     sp.add_argument("--experiment", help="one experiment (default: all)")
     sp.add_argument("--metrics", help="comma-separated metric names to show for evaluated leaves")

@@ -1,18 +1,31 @@
 """The one owner of the results layout and the completion markers.
 
-Everything a run writes lives under the results root (``config["results"]``), one directory per paper::
+Every run writes under the results root (``config["results"]``), one directory per scale, then one per
+paper::
 
-    <results>/<paper>/
-        run/<experiment>.<cell>.json        a cell's run config (the train/evaluate/diagnose jobs read it)
-        run/artefacts/<name>.json           an artefact's run spec
-        run/claims.json                     the claims step's run spec
-        <experiment>/cells/<cell>.<stage>.json   a cell's completion marker per stage (the rule's output)
-        <experiment>/summary.csv            every leaf of the experiment (collect)
-        <experiment>/<variant>/<point>/seed<seed>/   a leaf: checkpoint, history, metrics, markers
-        tables/  figures/                   the outputs of `table` and `figure` artefacts
-        <name>/                             the outputs of an `analysis` artefact (claims: ``table: <name>``)
-        claims.md  claims.csv
-        logs/  benchmarks/
+    <results>/
+        mlflow.db  .mlflow/                 the MLflow store and its artifacts: shared by every scale
+                                            (runs carry a ``scale`` tag; leaf runs are keyed by config hash)
+        <scale>/                            one scale's run (``scale_root``): tiny | cpu | paper
+            report.md  report.html          the index and Snakemake's report of this scale
+            .pipeline/                      dispatch settings, logs of the global rules
+            <paper>/
+                run/<experiment>.<cell>.json        a cell's run config (the train/evaluate/diagnose jobs read it)
+                run/artefacts/<name>.json           an artefact's run spec
+                run/claims.json                     the claims step's run spec
+                <experiment>/cells/<cell>.<stage>.json   a cell's completion marker per stage (the rule's output)
+                <experiment>/summary.csv            every leaf of the experiment (collect)
+                <experiment>/<variant>/<point>/seed<seed>/   a leaf: checkpoint, history, metrics, markers
+                tables/  figures/                   the outputs of `table` and `figure` artefacts
+                <name>/                             the outputs of an `analysis` artefact (claims: ``table: <name>``)
+                claims.md  claims.csv  claims.html
+                report/<name>.html                  a shown CSV table rendered for report.html
+                logs/  benchmarks/
+
+The scale comes first, not after the paper, because a scale's run is one self-contained tree: its report,
+index and pipeline state describe that scale alone, a ``cpu`` run never touches the ``tiny`` results beside
+it, and archiving or deleting a scale is one directory. Below ``<scale>/`` every path function takes that
+scale root (``scale_root(results, scale)``) as its ``results`` argument.
 
 A leaf's stage is done when its marker exists and carries the leaf's config hash (``is_done``): a
 half-written leaf, or one of another config, has no such marker and is rebuilt.
@@ -39,10 +52,25 @@ LEAF_MARKERS = {"train": "train.done.json", "evaluate": "metrics.json", "diagnos
 # where the outputs of each artefact kind go, under the paper's directory ({name}: the artefact's name)
 KIND_DIRS = {"table": "tables", "figure": "figures", "analysis": "{name}"}
 # names an analysis artefact may not take: its directory would collide with these
-RESERVED_DIRS = frozenset({"run", "logs", "benchmarks", "tables", "figures", "cells"})
+RESERVED_DIRS = frozenset({"run", "logs", "benchmarks", "tables", "figures", "cells", "report"})
+# the scales a run can have (config/config.yaml `scale:`); each is a directory under the results root
+SCALES = ("tiny", "cpu", "paper")
+
+
+def scale_root(results: str | Path, scale: str) -> Path:
+    """The directory one scale's run writes into; every other path below takes it as ``results``."""
+    if scale not in SCALES:
+        raise ValueError(f"scale {scale!r} is not one of {SCALES}")
+    return Path(results) / scale
+
+
+def scale_roots(results: str | Path) -> list[Path]:
+    """The scale directories present under the results root, in SCALES order."""
+    return [Path(results) / s for s in SCALES if (Path(results) / s).is_dir()]
 
 
 def paper_dir(results: str | Path, paper: str) -> Path:
+    """A paper's directory under a scale root."""
     return Path(results) / paper
 
 
@@ -77,6 +105,16 @@ def claims_paths(results: str | Path, paper: str) -> tuple[Path, Path]:
     """(claims.md, claims.csv)."""
     d = paper_dir(results, paper)
     return d / "claims.md", d / "claims.csv"
+
+
+def claims_html_path(results: str | Path, paper: str) -> Path:
+    """The claims table as the HTML report shows it (it renders HTML, not Markdown or CSV)."""
+    return paper_dir(results, paper) / "claims.html"
+
+
+def report_html_path(results: str | Path, paper: str, name: str) -> Path:
+    """The HTML rendering of artefact ``name``'s shown CSV, for the HTML report."""
+    return paper_dir(results, paper) / "report" / f"{name}.html"
 
 
 def leaf_dir(results: str | Path, paper: str, experiment: str, variant: str, point: str, seed: int) -> Path:

@@ -232,7 +232,7 @@ STAGE_ORDER = ("train", "evaluate", "diagnose")  # parents (train runs) are inge
 
 
 def paper_buffers(results: str | Path, paper: str) -> list[Path]:
-    """Every stage buffer of a paper (``tracking-<stage>.jsonl`` under results/<paper>), train ones first."""
+    """Every stage buffer of a paper (``tracking-<stage>.jsonl`` under results/<scale>/<paper>), train ones first."""
     found = [p for p in Path(results, paper).rglob("tracking-*.jsonl") if p.stem[len("tracking-") :] in STAGE_ORDER]
     return sorted(found, key=lambda p: (STAGE_ORDER.index(p.stem[len("tracking-") :]), str(p)))
 

@@ -28,7 +28,7 @@ def snakemake(work: Path, *args: str, timeout: int = 300) -> subprocess.Complete
     )
 
 
-TARGET = "results/heads/exp1/summary.csv"
+TARGET = "results/tiny/heads/exp1/summary.csv"
 METRICS = ["test_mse", "norm_mse", "mse_opt", "sup_err", "probe_err"]
 
 
@@ -48,7 +48,7 @@ def test_submitit_dag_matches_local_and_tags_job_ids(slurm, local_dag, tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     got = pd.read_csv(work / TARGET).sort_values("id").reset_index(drop=True)
     pd.testing.assert_frame_equal(got[["id"] + METRICS], local_dag[["id"] + METRICS])
-    log = (work / "results/heads/logs/train/exp1.k2-0.log").read_text()
+    log = (work / "results/tiny/heads/logs/train/exp1.k2-0.log").read_text()
     job = re.search(r"submitted train to slurm: job (\d+)", log).group(1)
     # with a SQLite store the jobs only buffer their records (the paper's claims step ingests them, and this
     # target stops before it): replay the buffers as the mlflow_sync rule does

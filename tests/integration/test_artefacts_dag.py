@@ -136,7 +136,7 @@ def test_throwaway_paper_enters_the_dag_with_no_other_file_changed(toy):
 def test_claim_edit_reruns_claims_only_and_slice_edit_reruns_its_artefact(toy):
     first = snakemake_local(toy, "--config", "papers=[toy]", timeout=600)
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-3000:]
-    res = toy / "results" / "toy"
+    res = toy / "results" / "tiny" / "toy"
     assert (res / "tables" / "note.md").read_text() == "hello 3.5\n"  # the analysis slice and the claim's reported
     assert (res / "numbers" / "summary.csv").read_text() == "quantity,value\nrows,2\n"  # two T of one leaf
     assert (res / "figures" / "plot.csv").read_text() == "quantity,value\nscaled,4.0\n"

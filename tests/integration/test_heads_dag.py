@@ -35,13 +35,13 @@ def dag(tmp_path_factory):
 
 def leaves(work: Path) -> list[dict]:
     out = []
-    for cell in sorted((work / "results" / "heads" / "run").glob("exp1.*.json")):
+    for cell in sorted((work / "results" / "tiny" / "heads" / "run").glob("exp1.*.json")):
         out.extend(json.loads(cell.read_text())["leaves"])
     return out
 
 
 def test_outputs_exist(dag):
-    r = dag["dir"] / "results"
+    r = dag["dir"] / "results" / "tiny"  # the scale's root (seqmix.results)
     for rel in (
         "heads/tables/table1.md",
         "heads/tables/table1.tex",
@@ -68,7 +68,7 @@ def test_outputs_exist(dag):
 def test_figures_theory_checks_and_exp2_outputs(dag):
     """Figures 1, 2, 3 right and 4 (PNG + PDF), the theory checks' numbers (their verdicts are claims), the
     spectrum table of the trained k = 4 students, and the Exp. II rows: one per (variant, seed, T, draw)."""
-    r = dag["dir"] / "results" / "heads"
+    r = dag["dir"] / "results" / "tiny" / "heads"
     for name in ("figure1", "figure2", "figure3_right", "figure4"):
         for ext in ("png", "pdf"):
             path = r / "figures" / f"{name}.{ext}"
@@ -114,7 +114,7 @@ def test_mlflow_one_diagnose_run_per_exp2_leaf(dag):
     work = dag["dir"]
     con = _db(work)
     exp2 = []
-    for cell in sorted((work / "results" / "heads" / "run").glob("exp2.*.json")):
+    for cell in sorted((work / "results" / "tiny" / "heads" / "run").glob("exp2.*.json")):
         exp2.extend(json.loads(cell.read_text())["leaves"])
     runs = _runs(con, "diagnose")
     assert sorted(runs) == sorted(l["hash"] for l in exp2)
@@ -134,7 +134,7 @@ def test_consistency_claims_hold(dag):
     """Only consistency claims (identities, formulas against themselves: unit tests of the code) must hold;
     reproduction and derived claims are reported as they come out (issue 12: requiring closed-form claims
     to hold rewarded labelling a check closed-form). Every claim expected at tiny is judged."""
-    claims = pd.read_csv(dag["dir"] / "results" / "heads" / "claims.csv", keep_default_na=False)
+    claims = pd.read_csv(dag["dir"] / "results" / "tiny" / "heads" / "claims.csv", keep_default_na=False)
     assert set(claims["verdict"]) <= set(VERDICTS)
     consistency = claims[claims["kind"] == "consistency"]
     assert len(consistency) >= 7
@@ -304,15 +304,15 @@ def test_hyperparameter_change_reruns_only_its_cells(dag):
         trained = set(re.findall(r"rule train:\n(?:.*\n)*?\s+wildcards: paper=heads, experiment=exp1, cell=(\S+)", out))
         assert trained == {"k4-0"}, trained
         before = {
-            c: (work / "results/heads/exp1/cells" / f"{c}.train.json").stat().st_mtime_ns for c in ("k2-0", "k8-0")
+            c: (work / "results/tiny/heads/exp1/cells" / f"{c}.train.json").stat().st_mtime_ns for c in ("k2-0", "k8-0")
         }
         run = smk(work)
         assert run.returncode == 0, run.stderr[-3000:]
         after = {
-            c: (work / "results/heads/exp1/cells" / f"{c}.train.json").stat().st_mtime_ns for c in ("k2-0", "k8-0")
+            c: (work / "results/tiny/heads/exp1/cells" / f"{c}.train.json").stat().st_mtime_ns for c in ("k2-0", "k8-0")
         }
         assert before == after, "cells that do not use the changed hyperparameter were re-run"
-        k4 = json.loads((work / "results/heads/run/exp1.k4-0.json").read_text())
+        k4 = json.loads((work / "results/tiny/heads/run/exp1.k4-0.json").read_text())
         assert all(l["config"]["train"]["lr"] == 0.02 for l in k4["leaves"])
     finally:
         paper.write_text(text)

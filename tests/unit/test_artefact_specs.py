@@ -70,6 +70,16 @@ def _load(tmp_path, cfg: dict) -> dict:
             "artefacts.figure2.report",
             ["'figure2.svg' is not among its writes"],
         ),
+        (  # one caption for two figures: the second figure would be shown under the first's caption
+            lambda c: c["artefacts"]["figure2"].update(writes=["figure2.png", "figure2b.png"]),
+            "artefacts.figure2.report",
+            ["shows 2 files (figure2.png, figure2b.png) under one caption"],
+        ),
+        (
+            lambda c: c["artefacts"]["figure2"].update(caption=c["artefacts"]["figure1"]["caption"]),
+            "artefacts.figure2.caption",
+            ["the same caption as artefact 'figure1'"],
+        ),
         (
             lambda c: c["artefacts"]["figure2"].update(kind="chart"),
             "artefacts.figure2.kind",
@@ -114,7 +124,13 @@ def test_spec_holds_only_what_the_artefact_reads(tmp_path, heads):
 
 
 def test_claims_spec_reads_every_summary_and_artefact_output(tmp_path, heads):
+    """The claims step reads its scale's files (results/<scale>/<paper>/...) and logs to the results root's
+    MLflow store, which the scales share."""
     spec = A.claims_spec("heads", heads, "tiny", tmp_path, {"uri": "none"})
+    assert spec["results"] == str(tmp_path) and spec["paper_dir"] == str(tmp_path / "tiny" / "heads")
+    assert spec["inputs"]["summaries"]["exp1"] == str(tmp_path / "tiny" / "heads" / "exp1" / "summary.csv")
+    cpu = A.claims_spec("heads", heads, "cpu", tmp_path, {"uri": "none"})
+    assert cpu["paper_dir"] == str(tmp_path / "cpu" / "heads")
     assert set(spec["inputs"]["summaries"]) == {"exp1", "exp2"}
     assert set(spec["inputs"]["artefacts"]) == set(heads["artefacts"])
     assert spec["claims"] == heads["claims"]

@@ -11,7 +11,7 @@ from seqmix.io import write_json
 
 
 def test_progress_reports_each_leaf_state(tmp_path, capsys):
-    root = tmp_path / "results" / "p"
+    root = tmp_path / "results" / "tiny" / "p"  # results/<scale>/<paper> (seqmix.results); --scale defaults to tiny
     leaves = []
     for name in ("done", "trained", "running", "stale", "fresh"):
         out = root / "e1" / name
@@ -39,3 +39,6 @@ def test_progress_reports_each_leaf_state(tmp_path, capsys):
 def test_progress_without_run_configs_says_so(tmp_path):
     with pytest.raises(SystemExit, match="no run configs"):
         main(["progress", "--results", str(tmp_path), "--paper", "p"])
+    write_json(tmp_path / "tiny" / "p" / "run" / "e1.a-0.json", {"leaves": []})
+    with pytest.raises(SystemExit, match=r"no run configs under .*cpu"):  # another scale's run is not this one
+        main(["progress", "--results", str(tmp_path), "--scale", "cpu", "--paper", "p"])

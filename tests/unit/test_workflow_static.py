@@ -93,9 +93,14 @@ def test_default_profile_is_executor_and_scale_independent():
     assert not forbidden & set(keys), f"profiles/default must not set {forbidden & set(keys)}"
 
 
-# The one waived lint: every rule runs in one environment (envs/requirements-cpu.txt or envs/seqmix-gpu.yaml),
-# installed by `make`, so per-rule `conda:` directives would only duplicate it (see README, "Snakemake lint").
-WAIVED_LINTS = {"Specify a conda environment or container for each rule."}
+# The waived lints: every rule runs in one environment (envs/requirements-cpu.txt or envs/seqmix-gpu.yaml),
+# installed by `make`, so per-rule `conda:` directives would only duplicate it (see README, "Snakemake lint");
+# and the shell commands start with the global SEQMIX_CLI (the interpreter running Snakemake), which as a
+# param would be a rerun trigger: moving the venv would re-run every finished job.
+WAIVED_LINTS = {
+    "Specify a conda environment or container for each rule.",
+    "Shell command directly uses variable SEQMIX_CLI from outside of the rule",
+}
 
 
 def test_lint_clean_but_for_waivers():
@@ -143,20 +148,44 @@ def test_no_per_paper_rule_files_and_one_caption_template():
 
 
 def test_tables_figures_claims_are_report_items():
-    """Artefact outputs listed in `report` (default: the .md of tables, the .png of figures) and claims.md go
-    through report() with the one caption template and the artefact's caption as a param."""
-    from seqmix.artefacts import report_files
+    """Guards: report.html showed claims and tables as links to .md files it cannot render. What the report
+    shows is an image or HTML: a figure's PNG, a table's CSV rendered as <paper>/report/<name>.html, the claims
+    as claims.html; each through report() with the one caption template, the artefact's own caption as a
+    param, and no two shown files share a caption."""
+    from seqmix import results as layout
+    from seqmix.artefacts import report_files, report_html
     from seqmix.config import load_yaml
 
     text = (ROOT / "workflow" / "rules" / "artefacts.smk").read_text()
     assert 'report(path, caption="../report/artefact.rst"' in text and 'caption=_decl["caption"]' in text
-    assert "if Path(o).name in _shown" in text
+    assert "if Path(o).name in _shown" in text and "html=[_report_item(str(_html), _paper, _decl)]" in text
     stages = (ROOT / "workflow" / "rules" / "stages.smk").read_text()
-    assert re.search(r'claims_paths\(RESULTS, "\{paper\}"\)\[0\]\),\s*category', stages)
-    heads = load_yaml(ROOT / "config" / "papers" / "heads.yaml")["artefacts"]
-    assert report_files(heads["table1"]) == ["table1.md"]
+    assert re.search(r'html=report\(\s*str\(layout.claims_html_path\(RESULTS, "\{paper\}"\)\),\s*category', stages)
+    assert "--out-html {output.html:q}" in stages
+    cfg = load_yaml(ROOT / "config" / "papers" / "heads.yaml")
+    heads = cfg["artefacts"]
+    assert report_files(heads["table1"]) == ["table1.csv"]
+    assert report_html("r", "heads", cfg, "table1") == layout.report_html_path("r", "heads", "table1")
     assert report_files(heads["figure3_left"]) == ["figure3_left.png"]
+    assert report_html("r", "heads", cfg, "figure3_left") is None
     assert report_files(heads["theory"]) == []
+    for paper in papers_present():
+        arts = load_yaml(ROOT / "config" / "papers" / f"{paper}.yaml")["artefacts"]
+        shown = {name: report_files(decl) for name, decl in arts.items() if report_files(decl)}
+        assert all(len(files) == 1 and files[0].endswith((".png", ".csv")) for files in shown.values()), shown
+        captions = [arts[name]["caption"] for name in shown]
+        assert len(set(captions)) == len(captions), f"{paper}: two shown files share a caption"
+
+
+def test_no_shell_rule_starts_a_bare_python():
+    """Guards: `python -m seqmix` in a rule ran whatever `python` PATH found, so the README's direct
+    `.venv/bin/snakemake ...` failed outside `make`. Shell commands start with {SEQMIX_CLI} (sys.executable)."""
+    text = "\n".join(p.read_text() for p in (ROOT / "workflow" / "rules").glob("*.smk"))
+    assert not re.search(r"""["']\s*python3?\s""", text), "a rule starts a bare python"
+    shells = re.findall(r"^\s+shell:\s*\n\s+(.+)$", text, flags=re.M)
+    assert len(shells) >= 9 and all(s.startswith('"{SEQMIX_CLI} ') for s in shells), shells
+    common = (ROOT / "workflow" / "rules" / "common.smk").read_text()
+    assert re.search(r"^SEQMIX_CLI = .*sys\.executable", common, flags=re.M)
 
 
 @pytest.mark.parametrize("paper", papers_present())

@@ -1,6 +1,8 @@
 # Every paper's tables, figures and analyses, one named rule each (<paper>_<name>), built from the
 # `artefacts:` block of config/papers/<paper>.yaml: what it reads (experiment summaries, the final-stage
-# markers of chosen cells, other artefacts' outputs), what it writes, what the report shows and its caption.
+# markers of chosen cells, other artefacts' outputs), what it writes, what the report shows (one file: a
+# figure's PNG, or a table's CSV rendered as <paper>/report/<name>.html, since the report shows HTML
+# inline and a CSV only as a download) and its caption.
 # Each artefact's run spec (run/artefacts/<name>.json) holds only what it reads, so editing one artefact's
 # settings re-runs that artefact (and what reads its outputs) alone.
 
@@ -12,7 +14,11 @@ def _report_item(path, paper, decl):
 for _paper, _cfg in PAPERS.items():
     for _name, _decl in (_cfg.get("artefacts") or {}).items():
         _outs = [str(p) for p in A.outputs(RESULTS, _paper, _cfg, _name)]
-        _shown = set(A.report_files(_decl))
+        _html = A.report_html(RESULTS, _paper, _cfg, _name)
+        _shown = set() if _html else set(A.report_files(_decl))
+        _html_args = (
+            f"--html-from {shlex.quote(A.report_files(_decl)[0])} --html {shlex.quote(str(_html))}" if _html else ""
+        )
 
         rule:
             name:
@@ -22,6 +28,7 @@ for _paper, _cfg in PAPERS.items():
                 run=str(layout.artefact_run_path(RESULTS, _paper, _name)),
             output:
                 [_report_item(o, _paper, _decl) if Path(o).name in _shown else o for o in _outs],
+                html=[_report_item(str(_html), _paper, _decl)] if _html else [],
             log:
                 R(_paper, "logs", "artefacts", f"{_name}.log"),
             benchmark:
@@ -30,5 +37,6 @@ for _paper, _cfg in PAPERS.items():
             params:
                 out=lambda w, output: Path(output[0]).parent,  # the kind dir (writes are plain file names)
                 caption=_decl["caption"],
+                html=_html_args,  # the shown CSV -> the HTML the report shows
             shell:
-                "python -m seqmix artefact --run {input.run:q} --out {params.out:q} 2> {log:q}"
+                "{SEQMIX_CLI} artefact --run {input.run:q} --out {params.out:q} {params.html} 2> {log:q}"

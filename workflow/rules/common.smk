@@ -3,6 +3,8 @@
 # workflow/schemas/ here, before any job: a bad key or value stops the run with the file, the key path and
 # what was expected. The results layout belongs to seqmix.results; artefacts are declared in the papers' YAML.
 import json
+import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -22,9 +24,23 @@ except ConfigError as e:
     raise WorkflowError(f"config error: {e}")
 
 SCALE = config["scale"]
-RESULTS = config["results"]
+RESULTS_ROOT = config["results"]  # every scale side by side, and the MLflow store they share
+RESULTS = str(layout.scale_root(RESULTS_ROOT, SCALE))  # this scale's run: every rule's outputs
 PAPERS = SEQMIX["papers"]
 CELLS = {p: expand_cells(p, cfg, SCALE) for p, cfg in PAPERS.items()}
+# The interpreter running Snakemake runs the jobs too (shell commands start with "{SEQMIX_CLI} "): a bare
+# `python` would be whatever PATH finds, not the venv when snakemake is called as .venv/bin/snakemake.
+# A global, not a param: params are a rerun trigger, and another venv path must not re-run finished jobs.
+SEQMIX_CLI = f"{shlex.quote(sys.executable)} -m seqmix"
+EXPERIMENTS = sorted({e for cfg in PAPERS.values() for e in cfg["experiments"]})
+_clashes = sorted(
+    f"config/papers/{p}.yaml: artefacts.{name}"
+    for p, cfg in PAPERS.items()
+    for name, decl in (cfg.get("artefacts") or {}).items()
+    if decl["kind"] == "analysis" and name in EXPERIMENTS
+)
+if _clashes:  # its directory <paper>/<name>/ would look like an experiment's to the collect rule
+    raise WorkflowError(f"config error: analysis names that are experiment names of a paper: {_clashes}")
 
 if os.environ.get("SEQMIX_SHOW_SETTINGS"):
     # for tests and the curious: what the profiles resolved to
@@ -35,15 +51,17 @@ if os.environ.get("SEQMIX_SHOW_SETTINGS"):
     )
 
 
+# Exact names, not patterns: `{paper}/{experiment}/summary.csv` (collect) must not match an analysis
+# directory such as heads/theory/ (its input function would fail on an unknown experiment).
 wildcard_constraints:
-    paper="|".join(PAPERS),
-    experiment=r"[A-Za-z0-9_]+",
+    paper="|".join(map(re.escape, PAPERS)),
+    experiment="|".join(map(re.escape, EXPERIMENTS)),
     cell=r"[A-Za-z][A-Za-z0-9_]*-[0-9]+",
     artefact=r"[A-Za-z][A-Za-z0-9_]*",
 
 
 def R(*parts):
-    """A path under the results root (logs and benchmarks; outputs go through seqmix.results)."""
+    """A path under this scale's root (logs and benchmarks; outputs go through seqmix.results)."""
     return str(Path(RESULTS, *parts))
 
 
@@ -71,7 +89,8 @@ def artefact_run_spec(wildcards):
 
 
 def claims_run_spec(wildcards):
-    return canonical_json(A.claims_spec(wildcards.paper, PAPERS[wildcards.paper], SCALE, RESULTS, config["tracking"]))
+    paper = wildcards.paper
+    return canonical_json(A.claims_spec(paper, PAPERS[paper], SCALE, RESULTS_ROOT, config["tracking"]))
 
 
 def dispatch_spec():
@@ -86,9 +105,10 @@ def threads_of(paper, experiment):
 
 
 def paper_targets(paper):
-    """A paper's claims and every declared artefact output."""
+    """A paper's claims and every declared artefact output, with the HTML renderings the report shows."""
     md, csv = layout.claims_paths(RESULTS, paper)
-    return [str(md), str(csv)] + [str(p) for p in A.all_outputs(RESULTS, paper, PAPERS[paper])]
+    html = [layout.claims_html_path(RESULTS, paper), *A.all_report_html(RESULTS, paper, PAPERS[paper])]
+    return [str(md), str(csv)] + [str(p) for p in A.all_outputs(RESULTS, paper, PAPERS[paper]) + html]
 
 
 def all_targets():

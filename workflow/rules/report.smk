@@ -17,5 +17,5 @@ rule report_index:
         results=lambda w, output: Path(output[0]).parent,  # the results root
         scale=SCALE,
     shell:
-        "python -m seqmix report-index --results {params.results:q} --papers {params.papers:q} "
+        "{SEQMIX_CLI} report-index --results {params.results:q} --papers {params.papers:q} "
         "--scale {params.scale:q} --out {output:q} 2> {log:q}"

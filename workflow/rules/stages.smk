@@ -90,7 +90,7 @@ rule train:
     resources:
         **slurm_resources_of("train"),
     shell:
-        "python -m seqmix train --run {input.run:q} --out {output:q} --threads {threads} "
+        "{SEQMIX_CLI} train --run {input.run:q} --out {output:q} --threads {threads} "
         "--dispatch {input.dispatch:q} 2> {log:q}"
 
 
@@ -109,7 +109,7 @@ rule evaluate:
     resources:
         **slurm_resources_of("evaluate"),
     shell:
-        "python -m seqmix evaluate --run {input.run:q} --out {output:q} --threads {threads} "
+        "{SEQMIX_CLI} evaluate --run {input.run:q} --out {output:q} --threads {threads} "
         "--dispatch {input.dispatch:q} 2> {log:q}"
 
 
@@ -135,7 +135,7 @@ rule diagnose:
     resources:
         **slurm_resources_of("diagnose"),
     shell:
-        "python -m seqmix diagnose --run {input.run:q} --out {output:q} --threads {threads} "
+        "{SEQMIX_CLI} diagnose --run {input.run:q} --out {output:q} --threads {threads} "
         "--dispatch {input.dispatch:q} 2> {log:q}"
 
 
@@ -154,7 +154,7 @@ rule collect:
         R("{paper}", "benchmarks", "collect", "{experiment}.tsv")
     localrule: True
     shell:
-        "python -m seqmix collect --out {output:q} {input:q} 2> {log:q}"
+        "{SEQMIX_CLI} collect --out {output:q} {input:q} 2> {log:q}"
 
 
 rule claims:
@@ -163,13 +163,15 @@ rule claims:
         results=lambda w: claims_inputs(w.paper),
         mlflow=rules.mlflow_init.output,
     output:
-        md=report(
-            str(layout.claims_paths(RESULTS, "{paper}")[0]),
+        md=str(layout.claims_paths(RESULTS, "{paper}")[0]),
+        csv=str(layout.claims_paths(RESULTS, "{paper}")[1]),
+        # the report shows HTML inline; a .md or .csv only as a download link
+        html=report(
+            str(layout.claims_html_path(RESULTS, "{paper}")),
             category="{paper}",
             subcategory="claims",
             caption="../report/artefact.rst",
         ),
-        csv=str(layout.claims_paths(RESULTS, "{paper}")[1]),
     log:
         R("{paper}", "logs", "claims.log"),
     benchmark:
@@ -183,4 +185,5 @@ rule claims:
             "invalid / not run / not expected at this scale)."
         ),
     shell:
-        "python -m seqmix claims --run {input.run:q} --out-md {output.md:q} --out-csv {output.csv:q} 2> {log:q}"
+        "{SEQMIX_CLI} claims --run {input.run:q} --out-md {output.md:q} --out-csv {output.csv:q} "
+        "--out-html {output.html:q} 2> {log:q}"

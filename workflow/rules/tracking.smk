@@ -4,7 +4,7 @@
 
 rule mlflow_init:
     output:
-        R(".mlflow", "init.json"),
+        str(Path(RESULTS_ROOT, ".mlflow", "init.json")),
     log:
         R(".pipeline", "logs", "mlflow_init.log"),
     benchmark:
@@ -13,9 +13,9 @@ rule mlflow_init:
     params:
         uri=config["tracking"]["uri"],
         papers=list(PAPERS),
-        results=lambda w, output: Path(output[0]).parents[1],  # the results root
+        results=lambda w, output: Path(output[0]).parents[1],  # the results root (shared by the scales)
     shell:
-        "python -m seqmix mlflow-init --uri {params.uri:q} --results {params.results:q} "
+        "{SEQMIX_CLI} mlflow-init --uri {params.uri:q} --results {params.results:q} "
         "--papers {params.papers:q} --out {output:q} 2> {log:q}"
 
 
@@ -24,7 +24,7 @@ rule mlflow_init:
 #   snakemake --workflow-profile profiles/local --forcerun mlflow_sync -- mlflow_sync
 rule mlflow_sync:
     output:
-        R(".mlflow", "sync.json"),
+        str(Path(RESULTS_ROOT, ".mlflow", "sync.json")),
     log:
         R(".pipeline", "logs", "mlflow_sync.log"),
     benchmark:
@@ -32,6 +32,6 @@ rule mlflow_sync:
     localrule: True
     params:
         uri=config["tracking"]["uri"],
-        results=lambda w, output: Path(output[0]).parents[1],  # the results root
+        results=lambda w, output: Path(output[0]).parents[1],  # the results root (shared by the scales)
     shell:
-        "python -m seqmix mlflow-sync --uri {params.uri:q} --results {params.results:q} --out {output:q} 2> {log:q}"
+        "{SEQMIX_CLI} mlflow-sync --uri {params.uri:q} --results {params.results:q} --out {output:q} 2> {log:q}"
