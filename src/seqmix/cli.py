@@ -304,7 +304,9 @@ def main(argv: list[str] | None = None) -> None:
     sp.add_argument("--out-md", required=True)
     sp.add_argument("--out-csv", required=True)
     sp.add_argument("--out-html", help="the claims table as an HTML page (for the report)")
-    sp = add("claims-summary", cmd_claims_summary, "verdict counts per paper and kind, from <results>/<paper>/claims.csv")
+    sp = add(
+        "claims-summary", cmd_claims_summary, "verdict counts per paper and kind, from <results>/<paper>/claims.csv"
+    )
     sp.add_argument("--results", default="results/tiny", help="one scale's results (results/<scale>)")
     sp.add_argument("--out", default="docs/measured/claims_counts.md")
     sp = add("mlflow-init", cmd_mlflow_init, "create the MLflow store and experiments once")

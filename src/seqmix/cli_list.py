@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .options import INT_OPTION_MAX
+
 WHAT = ("papers", "experiments", "mixers", "tasks", "models")
 
 
@@ -116,7 +118,7 @@ def describe_option(name: str, schema: dict, required: bool, component: str | No
     bounds = [
         f"{op} {schema[key]}"
         for key, op in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<"))
-        if key in schema
+        if key in schema and not (key == "maximum" and schema[key] == INT_OPTION_MAX)  # the generic sanity cap
     ]
     text = f"{name}: {' '.join([kind] + bounds)}"
     if required:

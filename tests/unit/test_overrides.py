@@ -134,11 +134,11 @@ def test_snakemake_config_reaches_the_run_configs(heads_cells, tmp_path):
     the job reads, hence what MLflow records) carries them. Per-experiment keys cannot be given there:
     the paper configs are separate files, and the global schema refuses any other key (README says so)."""
     from conftest import copy_workflow, snakemake_local
-    from seqmix.results import cell_run_path
+    from seqmix.results import cell_run_path, scale_root
 
     (tmp_path / "wf").mkdir()
     work = copy_workflow(tmp_path / "wf", papers=["heads"])
-    target = str(cell_run_path("results", "heads", "exp1", "k2-0"))
+    target = str(cell_run_path(scale_root("results", "cpu"), "heads", "exp1", "k2-0"))
     r = snakemake_local(work, "--config", "scale=cpu", "amp=True", "--", target, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     run = read_json(work / target)
