@@ -111,8 +111,9 @@ def run_name(experiment: str, leaf_id: str, stage: str, scale: str) -> str:
 def run_tags(**extra: Any) -> dict[str, str]:
     """Tags every run carries: the git commit (as MLflow's own tag, shown on the run page; none outside a
     git checkout), the SLURM job id, plus the caller's."""
-    tags = {"slurm_job_id": os.environ.get("SLURM_JOB_ID", "none"), "mlflow.source.type": "JOB"}
     commit = git_commit()
+    tags = {"slurm_job_id": os.environ.get("SLURM_JOB_ID", "none"), "mlflow.source.type": "JOB"}
+    tags["git_sha"] = commit or "unknown"  # the older tag, kept for queries written against it
     if commit:
         tags[GIT_COMMIT_TAG] = commit
     tags.update({k: str(v) for k, v in extra.items()})
