@@ -77,8 +77,9 @@ class LiveRun:
         try:
             if record is not None:
                 store.log_points(self.client, self.run_id, record["metrics"], record.get("end_ms"), skip=self.logged)
-                for k, v in record["tags"].items():
-                    self.client.set_tag(self.run_id, k, v)
+                from mlflow.entities import RunTag
+
+                self.client.log_batch(self.run_id, tags=[RunTag(k, v) for k, v in record["tags"].items()])
                 self.client.set_tag(self.run_id, store.FINGERPRINT_TAG, record["fingerprint"])
                 store.adopt_children(self.client, self.experiment_id, record["key"], self.run_id)
             end = record.get("end_ms") if record else None
