@@ -134,9 +134,11 @@ def ingest_records(records: list[dict], uri: str, results: str | Path) -> dict[s
     with exclusive(lock_path(uri, results)):
         mlf, live = client(uri), is_live(uri)
         exp_ids: dict[str, str] = {}
+        children: dict[str, dict[str, list]] = {}  # per experiment: parent key -> runs naming it (one query)
         for rec in records:
             if rec["experiment"] not in exp_ids:
                 exp_ids[rec["experiment"]] = ensure_experiment(mlf, rec["experiment"], live)
+                children[rec["experiment"]] = children_by_parent(mlf, exp_ids[rec["experiment"]])
             eid = exp_ids[rec["experiment"]]
             existing = find_runs(mlf, eid, KEY_TAG, rec["key"])
             keep = next((r for r in existing if _complete(r, rec["fingerprint"])), None)
@@ -148,7 +150,9 @@ def ingest_records(records: list[dict], uri: str, results: str | Path) -> dict[s
                 counts["skipped"] += 1
                 continue
             run_id = write_run(mlf, eid, rec, results, live)
-            adopt_children(mlf, eid, rec["key"], run_id)
+            for child in children[rec["experiment"]].get(rec["key"], []):  # already in MLflow before this ingest
+                if child.data.tags.get(PARENT_RUN_TAG) != run_id:
+                    mlf.set_tag(child.info.run_id, PARENT_RUN_TAG, run_id)
             counts["created"] += 1
     return counts
 
@@ -213,6 +217,21 @@ def parent_run_id(mlf, experiment_id: str, parent_key: str) -> str | None:
     done = [r for r in runs if FINGERPRINT_TAG in r.data.tags]
     pick = (done or runs)[-1:] if runs else []
     return pick[0].info.run_id if pick else None
+
+
+def children_by_parent(mlf, experiment_id: str) -> dict[str, list]:
+    """{parent key: active runs naming it}, for the whole experiment in one paged query."""
+    out: dict[str, list] = {}
+    token = None
+    while True:
+        page = mlf.search_runs(
+            [experiment_id], filter_string=f"tags.`{PARENT_KEY_TAG}` LIKE '%'", max_results=5000, page_token=token
+        )
+        for r in page:
+            out.setdefault(r.data.tags[PARENT_KEY_TAG], []).append(r)
+        token = page.token
+        if not token:
+            return out
 
 
 def adopt_children(mlf, experiment_id: str, key: str, run_id: str) -> None:
