@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import time
 from pathlib import Path
 
 from . import cli_list, runner
@@ -94,6 +95,7 @@ def cmd_claims(args):
     from . import claims
     from .io import read_json
 
+    start_ms = int(time.time() * 1000)
     _setup(args.threads, torch_now=False)
     spec = read_json(args.run)
     from .tracking import git_sha
@@ -105,7 +107,7 @@ def cmd_claims(args):
 
         write_table_html(args.out_csv, args.out_html, f"{spec['paper']}: claims at scale {spec['scale']}")
     artefacts = [p for paths in spec["inputs"]["artefacts"].values() for p in paths]
-    _log_paper_artefacts(spec, [args.out_md, args.out_csv] + artefacts)
+    _log_paper_artefacts(spec, [args.out_md, args.out_csv] + artefacts, start_ms)
 
 
 def cmd_claims_summary(args):
@@ -120,42 +122,26 @@ def cmd_claims_summary(args):
     print(f"{args.out}: {len(table)} rows from {table['paper'].nunique()} papers")
 
 
-def _log_paper_artefacts(spec: dict, files: list[str]) -> None:
+def _log_paper_artefacts(spec: dict, files: list[str], start_ms: int) -> None:
     """One paper-level MLflow run holding the tables, figures and claims as artifacts."""
-    from . import results as layout
     from . import tracking
     from .io import config_hash
 
-    uri = tracking.resolve_uri(spec["tracking"]["uri"])
-    key = f"{spec['paper']}.{spec['scale']}.artefacts"  # per scale: a cpu run never replaces tiny's
-    rec = tracking.buffer_record(
-        key=key,
-        experiment=spec["paper"],
-        run_name=f"{spec['paper']}/artefacts",
-        tags=tracking.run_tags(
-            rule="claims", paper=spec["paper"], scale=spec["scale"], config_hash=config_hash(spec["claims"])
-        ),
-        params={},
-        metrics={},
-        artifacts=[str(Path(f).resolve()) for f in files],
+    tags = tracking.run_tags(
+        rule="claims", paper=spec["paper"], scale=spec["scale"], config_hash=config_hash(spec["claims"])
     )
-    buf = Path(spec["paper_dir"]) / "tracking-artefacts.jsonl"
-    tracking.write_buffer(buf, [rec])
-    root = layout.scale_root(spec["results"], spec["scale"])  # the buffers are the scale's, the store is shared
-    tracking.ingest(tracking.paper_buffers(root, spec["paper"]) + [buf], uri, spec["results"])
+    tracking.log_paper_artefacts(spec, files, tags, start_ms)
 
 
 def cmd_mlflow_init(args):
+    """Never fails on the tracking store: with the server down the DAG goes on and the jobs buffer."""
     from . import tracking
     from .io import write_json
 
     _setup(1, torch_now=False)
     uri = tracking.resolve_uri(args.uri)
-    if uri == "none":
-        ids = {}
-    else:
-        ids = tracking.init_store(uri, args.papers, args.results)
-    write_json(args.out, {"uri": uri, "experiments": ids})
+    ids = tracking.init_store(uri, args.papers, args.results)
+    write_json(args.out, {"uri": uri, "reachable": ids is not None, "experiments": ids or {}})
 
 
 def cmd_mlflow_sync(args):
@@ -164,11 +150,12 @@ def cmd_mlflow_sync(args):
 
     _setup(1, torch_now=False)
     uri = tracking.resolve_uri(args.uri)
-    buffers = sorted(Path(args.results).rglob("tracking*.jsonl"))
+    buffers = sorted(Path(args.results).rglob("tracking-*.jsonl"))
     counts = tracking.ingest(buffers, uri, args.results)
     if counts is None:
         raise SystemExit(f"mlflow_sync: could not reach {uri}")
-    write_json(args.out, {"uri": uri, "buffers": len(buffers), **counts})
+    _, problems = tracking.read_buffers(buffers)
+    write_json(args.out, {"uri": uri, "buffers": len(buffers), **counts, "skipped_lines": problems})
 
 
 def cmd_report_index(args):

@@ -40,6 +40,18 @@ def _leaf_tags(run: dict, leaf: dict, rule: str) -> dict:
     )
 
 
+def _leaf_params(cfg: dict, run: dict) -> dict:
+    """A leaf's MLflow params (every stage's run carries them): its flattened config, coordinates and the
+    ``--set`` overrides it was made with."""
+    params = tracking.flatten({k: v for k, v in cfg.items() if k in ("task", "model", "train", "eval")})
+    params.update(seed=cfg["seed"], variant=cfg["variant"], point=cfg["point"], **_override_param(run))
+    return params
+
+
+def _run_name(run: dict, leaf: dict, stage: str) -> str:
+    return tracking.run_name(run["experiment"], leaf["id"], stage, run["scale"])
+
+
 def _runtime(run: dict):
     """The job's runtime (device, amp, compile, kernels) from the run config, applied to this process."""
     from .training.runtime import Runtime
@@ -66,27 +78,34 @@ def train_cell(run: dict) -> dict:
             continue
         log.info("[%d/%d] %s: training (%d steps) on %s", i, n, leaf["id"], cfg["train"]["steps"], rt.device)
         tags = dict(_leaf_tags(run, leaf, "train"), device=rt.device)
-        params = tracking.flatten({k: v for k, v in cfg.items() if k in ("task", "model", "train", "eval")})
-        params.update(seed=cfg["seed"], variant=cfg["variant"], point=cfg["point"], **_override_param(run))
+        params = _leaf_params(cfg, run)
+        lead = distributed.rank() == 0
+        # when each step was logged, kept across a kill (the metric timestamps and the run's start)
+        clock = tracking.StepClock(out / "tracking-clock.json", leaf["hash"], (out / "checkpoint.pt").exists())
         live = (
-            tracking.LiveRun(uri, run["paper"], f"train/{leaf['id']}", tags, params, leaf["hash"] + ".train")
-            if tracking.is_live(uri) and distributed.rank() == 0
+            tracking.LiveRun(
+                uri, run["paper"], _run_name(run, leaf, "train"), tags, params, leaf["hash"] + ".train", clock.start_ms
+            )
+            if tracking.is_live(uri) and lead
             else None
         )
+
+        def on_log(step: int, metrics: dict, clock=clock, live=live) -> None:
+            clock.tick(step)
+            if live:
+                live.log(step, metrics, clock.at(step, tracking.now_ms()))
 
         def on_backend(report: dict, tags=tags, live=live) -> None:  # after the first step
             tags["backend"] = ",".join(sorted(set(report.values())))
             if live:
                 live.set_tags({"backend": tags["backend"]})
 
-        result = loop.train(
-            cfg, out, leaf["hash"], on_log=live.log if live else None, runtime=rt, on_backend=on_backend
-        )
+        result = loop.train(cfg, out, leaf["hash"], on_log=on_log if lead else None, runtime=rt, on_backend=on_backend)
         trained_s += result["seconds"]
         tags.setdefault("backend", backend_tag_of(result))
         if distributed.rank() != 0:  # data-parallel: rank 0 alone writes the leaf's files
             continue
-        done = _finish_training_leaf(run, leaf, result, tags, params, live)
+        done = _finish_training_leaf(run, leaf, result, tags, params, live, clock)
         done["torch_threads"] = torch.get_num_threads()
         write_json(marker, done)
         summary.append(done)
@@ -116,27 +135,32 @@ def backend_tag_of(result: dict) -> str:
     return ",".join(sorted(set((result.get("backends") or {"model": "reference"}).values())))
 
 
-def _finish_training_leaf(run: dict, leaf: dict, result: dict, tags: dict, params: dict, live) -> dict:
-    """Write a trained leaf's history and tracking buffer; returns its marker (written by the caller)."""
+def _finish_training_leaf(run: dict, leaf: dict, result: dict, tags: dict, params: dict, live, clock) -> dict:
+    """Write a trained leaf's history and tracking buffer; returns its marker (written by the caller).
+    The run spans the training itself (``clock``: first attempt's start to now), each point timestamped
+    when its step was logged."""
     out = Path(leaf["out_dir"])
     hist = result["history"]
     write_json(out / "history.json", hist)
-    metrics = {name: list(zip(hist["step"], hist[name])) for name in hist if name not in ("step", "diagnostics")}
+    end_ms = tracking.now_ms()
+    pairs = {name: list(zip(hist["step"], hist[name])) for name in hist if name not in ("step", "diagnostics")}
     diag = hist.get("diagnostics") or {}
     for name, values in diag.items():  # in-training evaluation (training loop, ``eval.every``)
         if name != "step":
-            metrics[f"diag/{name}"] = [(s, v) for s, v in zip(diag["step"], values) if math.isfinite(v)]
+            pairs[f"diag/{name}"] = [(s, v) for s, v in zip(diag["step"], values) if math.isfinite(v)]
     rec = tracking.buffer_record(
         key=leaf["hash"] + ".train",
         experiment=run["paper"],
-        run_name=f"train/{leaf['id']}",
+        run_name=_run_name(run, leaf, "train"),
         tags=tags,
         params=params,
-        metrics=metrics,
+        metrics={name: clock.series(series, end_ms) for name, series in pairs.items()},
+        start_ms=clock.start_ms,
+        end_ms=end_ms,
     )
     tracking.write_buffer(out / "tracking-train.jsonl", [rec])
     if live:
-        live.end(rec["fingerprint"])
+        live.end(rec)
     return {
         "id": leaf["id"],
         "hash": leaf["hash"],
@@ -163,15 +187,18 @@ def evaluate_cell(run: dict) -> dict:
                 raise RuntimeError(
                     f"{leaf['id']}: not trained for this config (no matching {leaf_marker(out, 'train')})"
                 )
+            start_ms = tracking.now_ms()
             task, model = load_trained(cfg, out, rt)
             metrics = task.evaluate(model)
             rec = tracking.buffer_record(
                 key=leaf["hash"] + ".evaluate",
                 experiment=run["paper"],
-                run_name=f"evaluate/{leaf['id']}",
+                run_name=_run_name(run, leaf, "evaluate"),
                 tags=_leaf_tags(run, leaf, "evaluate"),
-                params=_override_param(run),
-                metrics={k: [(0, v)] for k, v in metrics.items()},
+                params=_leaf_params(cfg, run),
+                metrics={k: [(0, v)] for k, v in metrics.items()},  # stamped with the evaluation's end
+                start_ms=start_ms,
+                end_ms=tracking.now_ms(),
                 parent_key=leaf["hash"] + ".train",
             )
             tracking.write_buffer(out / "tracking-evaluate.jsonl", [rec])
@@ -216,6 +243,7 @@ def diagnose_cell(run: dict) -> dict:
         out, cfg = Path(leaf["out_dir"]), leaf["config"]
         marker = leaf_marker(out, "diagnose")
         if not (_done(marker, leaf["hash"]) and is_intact(out / "diagnose.csv")):
+            start_ms = tracking.now_ms()
             trained = _done(leaf_marker(out, "train"), leaf["hash"])
             if trained:
                 task, model = load_trained(cfg, out, rt)
@@ -229,13 +257,12 @@ def diagnose_cell(run: dict) -> dict:
             rec = tracking.buffer_record(
                 key=leaf["hash"] + ".diagnose",
                 experiment=run["paper"],
-                run_name=f"diagnose/{leaf['id']}",
+                run_name=_run_name(run, leaf, "diagnose"),
                 tags=_leaf_tags(run, leaf, "diagnose"),
-                params={
-                    **tracking.flatten({k: v for k, v in cfg.items() if k in ("task", "model")}),
-                    **_override_param(run),
-                },
-                metrics=result["metrics"],
+                params=_leaf_params(cfg, run),
+                metrics=result["metrics"],  # stamped with the diagnostics' end
+                start_ms=start_ms,
+                end_ms=tracking.now_ms(),
                 parent_key=(leaf["hash"] + ".train") if trained else None,
             )
             tracking.write_buffer(out / "tracking-diagnose.jsonl", [rec])

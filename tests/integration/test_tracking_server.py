@@ -3,6 +3,10 @@ and a later sync replays their buffers once."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -25,32 +29,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def server(tmp_path):
+@contextlib.contextmanager
+def mlflow_server(backend: str, artifacts: Path, *extra: str):
+    """An `mlflow server` on a free loopback port serving ``artifacts`` as its proxied artifact store."""
     port = free_port()
     mlflow = Path(sys.executable).parent / "mlflow"
-    proc = subprocess.Popen(
-        [
-            str(mlflow),
-            "server",
-            "--backend-store-uri",
-            f"sqlite:///{tmp_path / 'srv.db'}",
-            "--default-artifact-root",
-            (tmp_path / "art").as_uri(),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            "1",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    cmd = [str(mlflow), "server", "--backend-store-uri", backend, "--artifacts-destination", str(artifacts)]
+    cmd += ["--host", "127.0.0.1", "--port", str(port), "--workers", "1", *extra]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     uri = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(300):
+        for _ in range(600):
             try:
                 if urllib.request.urlopen(f"{uri}/health", timeout=1).status == 200:
                     break
@@ -64,22 +53,35 @@ def server(tmp_path):
         proc.wait(timeout=30)
 
 
-def small_run(tmp_path: Path, uri: str) -> dict:
+@pytest.fixture
+def server(tmp_path):
+    with mlflow_server(f"sqlite:///{tmp_path / 'srv.db'}", tmp_path / "art") as uri:
+        yield uri
+
+
+def small_run(tmp_path: Path, uri: str, steps: int = 40, log_every: int = 10, checkpoint_every: int = 20) -> dict:
     paper = load_yaml(ROOT / "config" / "papers" / "heads.yaml")
     exp = paper["experiments"]["exp1"]
     exp["variants"] = {"k2": exp["variants"]["k2"]}
     exp["scales"]["tiny"].update(seeds=[0], sweep_values=[1, 2], cell_size=2)
-    exp["scales"]["tiny"]["set"]["train"].update(steps=40, log_every=10, checkpoint_every=20)
+    exp["scales"]["tiny"]["set"]["train"].update(steps=steps, log_every=log_every, checkpoint_every=checkpoint_every)
     (exp_name, cell), leaves = next(iter(expand_cells("heads", paper, "tiny").items()))
     return cell_run_config(
         "heads", exp_name, cell, leaves, "tiny", {"results": str(tmp_path / "results"), "tracking": {"uri": uri}}
     )
 
 
-def _runs(uri: str):
-    client = tracking._client(uri)
+def _runs(uri: str, view=None):
+    client = tracking.client(uri)
     exp = client.get_experiment_by_name("heads")
-    return client, (client.search_runs([exp.experiment_id]) if exp else [])
+    kw = {"run_view_type": view} if view else {}
+    return client, (client.search_runs([exp.experiment_id], **kw) if exp else [])
+
+
+def _seqmix(*args: str, timeout: int = 240) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "seqmix", *args], capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
 
 
 def test_live_logging_then_ingest_is_a_noop(server, tmp_path):
@@ -94,26 +96,84 @@ def test_live_logging_then_ingest_is_a_noop(server, tmp_path):
     # the end-of-job replay of the buffers finds the live runs complete and adds nothing
     buffers = [Path(l["out_dir"]) / "tracking-train.jsonl" for l in run["leaves"]]
     counts = tracking.ingest(buffers, server, run["results"])
-    assert counts == {"created": 0, "skipped": 2, "replaced": 0}
+    assert counts == {"created": 0, "skipped": 2, "replaced": 0, "bad_lines": 0}
     assert len(_runs(server)[1]) == 2
 
 
-def test_server_down_then_sync_once(tmp_path):
+def test_server_down_then_sync_once_with_parent_links(server, tmp_path):
+    """Guards: a dead server at the DAG's start failed mlflow-init after a ~4 minute hang, and a replay
+    (buffers sorted diagnose < evaluate < train) dropped the evaluation runs' parent links."""
     dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     run = small_run(tmp_path, dead)
-    out = stages.train_cell(run)  # must finish although tracking is down (the test's timeout catches a hang)
-    assert len(out["leaves"]) == 2
-    assert all((Path(l["out_dir"]) / "train.done.json").exists() for l in run["leaves"])
-    # later, against a store that is up, the sync replays each buffer exactly once
-    uri = tracking.resolve_uri(f"sqlite:///{tmp_path / 'late.db'}")
-    buffers = sorted(Path(run["results"]).rglob("tracking*.jsonl"))
-    assert tracking.ingest(buffers, uri, run["results"]) == {"created": 2, "skipped": 0, "replaced": 0}
-    assert tracking.ingest(buffers, uri, run["results"]) == {"created": 0, "skipped": 2, "replaced": 0}
+    t0 = time.monotonic()
+    _seqmix(
+        "mlflow-init",
+        "--uri",
+        dead,
+        "--results",
+        run["results"],
+        "--papers",
+        "heads",
+        "--out",
+        str(tmp_path / "init.json"),
+    )
+    assert json.loads((tmp_path / "init.json").read_text())["reachable"] is False
+    assert len(stages.train_cell(run)["leaves"]) == 2  # the test's timeout catches a hang
+    assert len(stages.evaluate_cell(run)["leaves"]) == 2
+    assert time.monotonic() - t0 < 120
+    # later, with the server up, one sync replays each buffer exactly once, parents linked
+    out = tmp_path / "sync.json"
+    _seqmix("mlflow-sync", "--uri", server, "--results", run["results"], "--out", str(out))
+    assert json.loads(out.read_text())["created"] == 4
+    client, runs = _runs(server)
+    by_key = {r.data.tags[tracking.KEY_TAG]: r for r in runs}
+    assert len(runs) == len(by_key) == 4
+    for leaf in run["leaves"]:
+        train, ev = by_key[leaf["hash"] + ".train"], by_key[leaf["hash"] + ".evaluate"]
+        assert ev.data.tags[tracking.PARENT_RUN_TAG] == train.info.run_id
+        assert ev.data.params == train.data.params and ev.data.params  # evaluation runs carry the config
+    _seqmix("mlflow-sync", "--uri", server, "--results", run["results"], "--out", str(out))
+    assert {k: json.loads(out.read_text())[k] for k in ("created", "skipped", "replaced")} == {
+        "created": 0,
+        "skipped": 4,
+        "replaced": 0,
+    }
+
+
+def test_a_killed_live_job_resumed_leaves_one_complete_run(server, tmp_path):
+    """Guards: live logging plus a kill left a truncated RUNNING run beside the resumed job's run, and the
+    resumed run (logging only from the checkpoint on) was marked complete with a truncated history."""
+    run = small_run(tmp_path, server, steps=600, log_every=50, checkpoint_every=100)
+    run["leaves"] = run["leaves"][:1]
+    leaf = run["leaves"][0]
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(run))
+    cmd = [sys.executable, "-m", "seqmix", "train", "--run", str(path), "--out", str(tmp_path / "cell.json")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    ckpt = Path(leaf["out_dir"]) / "checkpoint.pt"
+    for _ in range(2400):
+        if ckpt.exists() or proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (Path(leaf["out_dir"]) / "train.done.json").exists(), "the job finished before the kill"
+    _, runs = _runs(server)
+    assert [r.info.status for r in runs] == ["RUNNING"]  # the killed attempt's provisional run
+    subprocess.run(cmd, check=True, capture_output=True, timeout=240)  # resumes from the checkpoint
+    client, runs = _runs(server)
+    assert len(runs) == 1 and runs[0].info.status == "FINISHED"
+    rec = tracking.read_buffer(Path(leaf["out_dir"]) / "tracking-train.jsonl")[0]
+    assert runs[0].data.tags[tracking.FINGERPRINT_TAG] == rec["fingerprint"]
+    hist = client.get_metric_history(runs[0].info.run_id, "train_loss")
+    assert sorted(m.step for m in hist) == list(range(50, 601, 50))  # the steps before the resume too
+    assert runs[0].info.start_time == rec["start_ms"] < runs[0].info.end_time == rec["end_ms"]
+    assert tracking.ingest([Path(leaf["out_dir"]) / "tracking-train.jsonl"], server, run["results"])["skipped"] == 1
 
 
 def test_eight_concurrent_jobs_all_arrive(server, tmp_path):
     """8 jobs logging to one server at once: every run, param and metric arrives (counted)."""
-    import json
+    from seqmix.io import config_hash
 
     procs, runs = [], []
     for i in range(8):
@@ -121,8 +181,6 @@ def test_eight_concurrent_jobs_all_arrive(server, tmp_path):
         run["cell"] = f"k2-{i}"
         for leaf in run["leaves"]:  # distinct leaves: distinct config hashes and MLflow runs
             leaf["config"]["train"]["lr"] = 0.01 * (i + 1)
-            from seqmix.io import config_hash
-
             leaf["hash"] = config_hash(leaf["config"])
         path = tmp_path / f"run{i}.json"
         path.write_text(json.dumps(run))
@@ -147,4 +205,4 @@ def test_eight_concurrent_jobs_all_arrive(server, tmp_path):
             assert r.data.params == rec["params"]
             for name, series in rec["metrics"].items():
                 hist = client.get_metric_history(r.info.run_id, name)
-                assert sorted((m.step, m.value) for m in hist) == sorted((s, v) for s, v in series)
+                assert sorted((m.step, m.value, m.timestamp) for m in hist) == sorted(tuple(p) for p in series)

@@ -1,5 +1,7 @@
 # MLflow: the store and the experiments are created once, before any job (SQLite is corrupted by
 # parallel first writers). No rule takes the database as an input: its mtime changes with every write.
+# A tracking outage never fails it: with the server down it warns, writes "reachable": false and the jobs
+# keep their buffers for mlflow_sync.
 
 
 rule mlflow_init:
@@ -20,7 +22,8 @@ rule mlflow_init:
 
 
 # Replays every tracking buffer under results/ into MLflow (after an outage of the tracking server).
-# Idempotent: runs already in MLflow are skipped. Not part of `all`:
+# Idempotent: one run per buffer (complete runs skipped, runs of killed jobs rewritten, parents linked);
+# bad buffer lines are skipped and listed in the output's skipped_lines. Not part of `all`:
 #   snakemake --workflow-profile profiles/local --forcerun mlflow_sync -- mlflow_sync
 rule mlflow_sync:
     output:
