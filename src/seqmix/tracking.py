@@ -26,8 +26,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-rom .results import scale_root
-
+from .results import scale_root
 from .tracking_buffer import (  # noqa: F401  (the API the stages use)
     StepClock,
     buffer_record,
