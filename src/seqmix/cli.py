@@ -98,10 +98,10 @@ def cmd_claims(args):
     start_ms = int(time.time() * 1000)
     _setup(args.threads, torch_now=False)
     spec = read_json(args.run)
-    from .tracking import git_sha
+    from .tracking import git_commit
 
     results = claims.evaluate_claims(spec["claims"], Path(spec["paper_dir"]), spec["scale"])
-    claims.write_claims(results, Path(args.out_md), Path(args.out_csv), spec["paper"], spec["scale"], git_sha())
+    claims.write_claims(results, Path(args.out_md), Path(args.out_csv), spec["paper"], spec["scale"], git_commit() or "unknown")
     if args.out_html:
         from .report.html import write_table_html
 
