@@ -101,7 +101,9 @@ def cmd_claims(args):
     from .tracking import git_commit
 
     results = claims.evaluate_claims(spec["claims"], Path(spec["paper_dir"]), spec["scale"])
-    claims.write_claims(results, Path(args.out_md), Path(args.out_csv), spec["paper"], spec["scale"], git_commit() or "unknown")
+    claims.write_claims(
+        results, Path(args.out_md), Path(args.out_csv), spec["paper"], spec["scale"], git_commit() or "unknown"
+    )
     if args.out_html:
         from .report.html import write_table_html
 

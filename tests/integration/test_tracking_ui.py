@@ -49,9 +49,9 @@ def test_the_ui_shows_training_runs_as_they_ran(tmp_path):
     stages.train_cell(run)
     stages.evaluate_cell(run)
     trained_s = {l["hash"]: read_json(Path(l["out_dir"]) / "train.done.json")["seconds"] for l in run["leaves"]}
-    claims = results / "heads" / "claims.md"
+    claims = results / "tiny" / "heads" / "claims.md"
     claims.write_text("# heads claims\n")
-    spec = {"paper": "heads", "scale": "tiny", "results": str(results), "paper_dir": str(results / "heads")}
+    spec = {"paper": "heads", "scale": "tiny", "results": str(results), "paper_dir": str(results / "tiny" / "heads")}
     spec["tracking"] = {"uri": uri}
     ingest_ms = tracking.now_ms()
     counts = tracking.log_paper_artefacts(spec, [str(claims)], {"rule": "claims"}, ingest_ms)
