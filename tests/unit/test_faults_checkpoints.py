@@ -440,7 +440,7 @@ def test_train_stage_on_a_full_disk_names_the_file_not_a_torch_error(tmp_path):
 
 def test_progress_reports_a_damaged_checkpoint_instead_of_crashing(tmp_path):
     """`seqmix progress` read checkpoint.pt with torch.load and died on a truncated one (main)."""
-    from seqmix.cli import _leaf_status
+    from seqmix.cli_status import _leaf_status
 
     out = tmp_path / "leaf"
     interrupted(out)
