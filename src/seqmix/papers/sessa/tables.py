@@ -37,7 +37,9 @@ def _paper_cell(spec: dict, claim_id: str) -> str:
 def _summary(spec: dict, exp: str) -> pd.DataFrame:
     summaries = (spec.get("inputs") or {}).get("summaries") or {}
     if exp not in summaries:
-        raise KeyError(f"artefact {spec.get('name')!r}: inputs.summaries.{exp} is missing (reads.summaries in {CONFIG})")
+        raise KeyError(
+            f"artefact {spec.get('name')!r}: inputs.summaries.{exp} is missing (reads.summaries in {CONFIG})"
+        )
     return pd.read_csv(summaries[exp])
 
 
