@@ -1,8 +1,9 @@
 """Sessa paper ("Sessa: Selective State Space Attention"): its artefacts, declared in the ``artefacts:`` block
 of config/papers/sessa.yaml. Each is ``fn(spec, out)`` (see seqmix.artefacts for the spec)."""
 
-from . import tables
+from . import analysis, tables
 
 ARTEFACTS = {
+    "parameters": analysis.parameters,
     "table1": tables.table1,
 }
