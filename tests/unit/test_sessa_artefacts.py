@@ -22,8 +22,8 @@ def paper(root) -> dict:
     return load_paper(root / "config" / "papers" / "sessa.yaml", "tiny")  # claim families expanded
 
 
-def _reported(paper: dict) -> dict:
-    return {c["id"]: c["reported"] for c in paper["claims"] if c["id"] in paper["artefacts"]["table1"]["claims"]}
+def _reported(paper: dict, table: str = "table1") -> dict:
+    return {c["id"]: c["reported"] for c in paper["claims"] if c["id"] in paper["artefacts"][table]["claims"]}
 
 
 def _summaries(tmp_path, values: dict) -> dict:
@@ -79,7 +79,7 @@ def test_shipped_configs_match_the_transformer_to_sessa(paper, scale):
     d_state floor, reported by the params-* claims); the ablation not re-matched, so it has fewer."""
     resolved = {e: {v: leaf_config(x, v, scale) for v in x["variants"]} for e, x in paper["experiments"].items()}
     rows = {(r["experiment"], r["variant"]): r for r in parameter_rows(resolved)}
-    for exp in ("e1", "e2"):
+    for exp in ("e1", "e2", "e3"):
         assert rows[(exp, "sessa")]["ratio_to_sessa"] == 1.0
         assert 0.98 <= rows[(exp, "transformer")]["ratio_to_sessa"] <= 1.02
         assert 1.0 <= rows[(exp, "mamba2")]["ratio_to_sessa"] <= 1.07
@@ -96,3 +96,35 @@ def test_parameter_rows_count_what_the_config_builds(paper):
     by = {r["variant"]: r for r in rows}
     assert by["wide"]["parameters"] > by["sessa"]["parameters"] > 0
     assert by["wide"]["ratio_to_sessa"] > 3  # about (64/32)^2
+
+
+def _e3_spec(paper: dict, tmp_path, source: str) -> dict:
+    rows = [
+        {"variant": v, "seed": s, "ppl": 10.0 + i + s, "top1_pct": 40.0 + i, "top5_pct": 70.0 + i}
+        for i, v in enumerate(VARIANTS)
+        for s in (0, 1)
+    ]
+    pd.DataFrame(rows).to_csv(tmp_path / "e3.csv", index=False)
+    resolved = {"e3": {v: {"task": {"name": "story_lm", "source": source}} for v in VARIANTS}}
+    inputs = {"summaries": {"e3": tmp_path / "e3.csv"}}
+    reported = _reported(paper, "table2")
+    return {"paper": "sessa", "scale": "tiny", "name": "table2", "inputs": inputs, "resolved": resolved,
+            "reported": reported}  # fmt: skip
+
+
+def test_table2_has_the_ablation_row_from_its_own_claims(paper, tmp_path):
+    ARTEFACTS["table2"](_e3_spec(paper, tmp_path, "procedural"), tmp_path)
+    df = pd.read_csv(tmp_path / "table2.csv").set_index("model")
+    assert list(df.index) == ["Transformer", "Mamba2", "Sessa", "Sessa (no feedback)"]
+    assert df.loc["Sessa (no feedback)", "paper PPL"] == "8.0902 ± 0.0192"  # claim e4-nofb-ppl
+    assert df.loc["Sessa (no feedback)", "paper Top-1 %"] == "49.648 ± 0.026"
+    assert df.loc["Sessa (no feedback)", "paper Top-5 %"] == "—"  # the paper gives none
+    assert df.loc["Sessa", "paper Top-5 %"] == "77.119 ± 0.090"
+    ppl = "ours PPL (substitute data: procedural stories)"
+    assert df.loc["Mamba2", ppl] == "12.5000 ± 0.7071"  # mamba2 is VARIANTS[2]: (12, 13), sample std
+
+
+def test_table2_is_not_labelled_substitute_on_simplestories(paper, tmp_path):
+    ARTEFACTS["table2"](_e3_spec(paper, tmp_path, "simplestories"), tmp_path)
+    cols = pd.read_csv(tmp_path / "table2.csv").columns
+    assert "ours PPL (data: SimpleStories)" in cols and not any("substitute" in c for c in cols)

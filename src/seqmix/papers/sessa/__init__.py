@@ -6,4 +6,5 @@ from . import analysis, tables
 ARTEFACTS = {
     "parameters": analysis.parameters,
     "table1": tables.table1,
+    "table2": tables.table2,
 }

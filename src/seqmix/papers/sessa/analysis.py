@@ -20,12 +20,31 @@ from ...training.loop import build_task
 REFERENCE = "sessa"  # the variant the others are matched to
 
 
+class _Sizes:
+    """A stand-in task that only answers ``model_inputs`` (what build_model reads)."""
+
+    def __init__(self, inputs: dict):
+        self.inputs = inputs
+
+    def model_inputs(self) -> dict:
+        return self.inputs
+
+
+def model_inputs(cfg: dict) -> dict:
+    """The sizes a leaf's model is built from, without building any data. A story LM's vocabulary is its
+    trained BPE's (at most ``bpe_vocab``): known only after the corpus is read, so ``bpe_vocab`` stands in;
+    it sizes only the tied embedding, which the count excludes, so the count is exact."""
+    task_cfg = cfg["task"]
+    if task_cfg["name"] == "story_lm":
+        return {"vocab_size": task_cfg["bpe_vocab"], "seq_len": task_cfg["segment_len"]}
+    return build_task(cfg).model_inputs()  # symbolsoup, diffuse_mqar: sizes from options, no data built
+
+
 def count(cfg: dict) -> int:
     """Non-embedding trainable parameters of a leaf config's model (a tied head counts once, as the
-    embedding: excluded). The task only supplies sizes (vocabulary, classes, length); no data is built."""
-    task = build_task(cfg)
+    embedding: excluded)."""
     with torch.device("meta"):
-        model = build_model(cfg["model"], task)
+        model = build_model(cfg["model"], _Sizes(model_inputs(cfg)))
     return count_parameters(model, exclude_embeddings=True)
 
 

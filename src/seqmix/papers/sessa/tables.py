@@ -1,5 +1,5 @@
-"""Table 1 of the Sessa paper (spec Appendix A): SymbolSoup accuracy and Diffuse MQAR token accuracy, ours
-(mean ± std over seeds, 4 decimals) beside the paper's, which are the claims' ``reported`` values
+"""Tables 1 and 2 of the Sessa paper (spec Appendix A). Table 1: SymbolSoup accuracy and Diffuse MQAR token
+accuracy, ours (mean ± std over seeds, 4 decimals) beside the paper's, which are the claims' ``reported`` values
 (``table1-<exp>-<model>``, a [mean, std] pair). Sessa without feedback (spec §2.3) is our extra row: the
 paper reports that ablation on SimpleStories only, so its paper cells are empty. Columns from substitute
 data (every task here carries ``data_source``) say so in their header and in the caption."""
@@ -23,7 +23,7 @@ COLUMNS = {
 }
 
 
-def _paper_cell(spec: dict, claim_id: str) -> str:
+def _paper_cell(spec: dict, claim_id: str, digits: int = 4) -> str:
     """The paper's "m ± s" from a claim's reported [mean, std]; '—' where the paper has no such row."""
     values = spec.get("reported") or {}
     if claim_id not in values:
@@ -31,7 +31,7 @@ def _paper_cell(spec: dict, claim_id: str) -> str:
     value = values[claim_id]
     if not (isinstance(value, (list, tuple)) and len(value) == 2):
         raise ValueError(f"{CONFIG}: claim {claim_id}: reported must be [mean, std], got {value!r}")
-    return f"{float(value[0]):.4f} ± {float(value[1]):.4f}"
+    return f"{float(value[0]):.{digits}f} ± {float(value[1]):.{digits}f}"
 
 
 def _summary(spec: dict, exp: str) -> pd.DataFrame:
@@ -66,3 +66,58 @@ def table1(spec: dict, out: Path) -> None:
         "the ordering Sessa > Transformer > Mamba2 is the target. 'Sessa (no feedback)' is not in the paper's Table 1."
     )
     write_table(table1_frame(spec), Path(out) / "table1", caption)
+
+
+# Table 2 (spec §3.3-3.4, Appendix A): rows in the paper's order plus the Sec. 5.2 ablation row; the
+# ablation's paper cells come from its own claims (e4-nofb-*); the paper gives no top-5 for it.
+ROWS2 = [
+    ("Transformer", "transformer"),
+    ("Mamba2", "mamba2"),
+    ("Sessa", "sessa"),
+    ("Sessa (no feedback)", "sessa_nofb"),
+]
+COLUMNS2 = [("PPL", "ppl", 4), ("Top-1 %", "top1_pct", 3), ("Top-5 %", "top5_pct", 3)]
+
+
+def _table2_claim(variant: str, metric: str) -> str:
+    return f"e4-nofb-{metric}" if variant == "sessa_nofb" else f"table2-{variant}-{metric}"
+
+
+def _e3_data_tag(spec: dict) -> str:
+    """The corpus E3 ran on (the story_lm task's ``source``, one for all variants): the procedural corpus is
+    a substitute (spec §7), SimpleStories the paper's."""
+    sources = {cfg["task"].get("source", "procedural") for cfg in spec["resolved"]["e3"].values()}
+    if sources == {"simplestories"}:
+        return "data: SimpleStories"
+    return (
+        "substitute data: procedural stories"
+        if sources == {"procedural"}
+        else "mixed data: " + "/".join(sorted(sources))
+    )
+
+
+def table2_frame(spec: dict) -> pd.DataFrame:
+    """One row per model: per metric the paper's cell and ours (mean ± std over seeds), then the seeds."""
+    df = _summary(spec, "e3")
+    tag = _e3_data_tag(spec)
+    rows = []
+    for label, variant in ROWS2:
+        part = df[df["variant"] == variant]
+        row = {"model": label}
+        for name, metric, digits in COLUMNS2:
+            row[f"paper {name}"] = _paper_cell(spec, _table2_claim(variant, metric.split("_")[0]), digits)
+            row[f"ours {name}"] = mean_std(part[metric], digits=digits) if metric in part else MISSING
+        row["seeds"] = int(part["seed"].nunique()) if len(part) else 0
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    return out.rename(columns={c: f"{c} ({tag})" for c in out.columns if c.startswith("ours")})
+
+
+def table2(spec: dict, out: Path) -> None:
+    """Writes table2.md, table2.tex and table2.csv into ``out``."""
+    caption = (
+        f"Table 2 of the Sessa paper with the Sec. 5.2 ablation row, at scale `{spec['scale']}`: ours = mean ± std "
+        "(ddof 1) over seeds; paper = its Table 2 and Sec. 5.2 (2 seeds). Perplexity and accuracies are not "
+        "comparable across corpora and tokenizers: on the substitute corpus only the orderings are targets."
+    )
+    write_table(table2_frame(spec), Path(out) / "table2", caption)
