@@ -120,7 +120,7 @@ def test_table2_has_the_ablation_row_from_its_own_claims(paper, tmp_path):
     assert df.loc["Sessa (no feedback)", "paper Top-1 %"] == "49.648 ± 0.026"
     assert df.loc["Sessa (no feedback)", "paper Top-5 %"] == "—"  # the paper gives none
     assert df.loc["Sessa", "paper Top-5 %"] == "77.119 ± 0.090"
-    ppl = "ours PPL (substitute data: procedural stories)"
+    ppl = "ours PPL (substitute data: procedural-stories (substitute))"
     assert df.loc["Mamba2", ppl] == "12.5000 ± 0.7071"  # mamba2 is VARIANTS[2]: (12, 13), sample std
 
 

@@ -12,15 +12,18 @@ import pandas as pd
 
 from ...report.stats import MISSING, mean_std
 from ...report.tables import write_table
+from ...tasks import diffuse_mqar, story_lm, symbolsoup
 
 CONFIG = "config/papers/sessa.yaml"
 ROWS = [("Sessa", "sessa"), ("Transformer", "transformer"), ("Mamba2", "mamba2"), ("Sessa (no feedback)", "sessa_nofb")]
-# experiment -> (column label, metric of its summary.csv, substitute-data tag). Both generators are ours:
-# SymbolSoup re-implemented from the spec (§3.1), Diffuse MQAR reconstructed (§3.2; not released).
+# experiment -> (column label, metric of its summary.csv, the task's data_source). Both generators are ours
+# (SymbolSoup re-implemented from spec §3.1, Diffuse MQAR reconstructed from §3.2: not released), so both
+# columns are substitute data at every scale.
 COLUMNS = {
-    "e1": ("SymbolSoup acc.", "accuracy", "substitute data: our SymbolSoup generator"),
-    "e2": ("Diffuse MQAR token acc.", "token_acc", "substitute data: our Diffuse MQAR generator"),
+    "e1": ("SymbolSoup acc.", "accuracy", symbolsoup.DATA_SOURCE),
+    "e2": ("Diffuse MQAR token acc.", "token_acc", diffuse_mqar.DATA_SOURCE),
 }
+SUBSTITUTE = "substitute data"
 
 
 def _paper_cell(spec: dict, claim_id: str, digits: int = 4) -> str:
@@ -49,10 +52,10 @@ def table1_frame(spec: dict) -> pd.DataFrame:
     rows = []
     for label, variant in ROWS:
         row = {"model": label}
-        for exp, (name, metric, tag) in COLUMNS.items():
+        for exp, (name, metric, _source) in COLUMNS.items():
             df = frames[exp][frames[exp]["variant"] == variant]
             row[f"paper {name}"] = _paper_cell(spec, f"table1-{exp}-{variant}")
-            row[f"ours {name} ({tag})"] = mean_std(df[metric], digits=4) if metric in df else MISSING
+            row[f"ours {name} ({SUBSTITUTE})"] = mean_std(df[metric], digits=4) if metric in df else MISSING
             row[f"seeds {exp}"] = int(df["seed"].nunique()) if len(df) else 0
         rows.append(row)
     return pd.DataFrame(rows)
@@ -62,8 +65,10 @@ def table1(spec: dict, out: Path) -> None:
     """Writes table1.md, table1.tex and table1.csv into ``out``."""
     caption = (
         f"Table 1 of the Sessa paper at scale `{spec['scale']}`: ours = mean ± std (ddof 1) over seeds; paper = "
-        "its Table 1 (2 seeds). Our data are substitutes (our generators), so absolute numbers are not comparable; "
-        "the ordering Sessa > Transformer > Mamba2 is the target. 'Sessa (no feedback)' is not in the paper's Table 1."
+        "its Table 1 (2 seeds). Our data are substitutes, so absolute numbers are not comparable; the ordering "
+        "Sessa > Transformer > Mamba2 is the target. 'Sessa (no feedback)' is not in the paper's Table 1. Data: "
+        + "; ".join(source for _, _, source in COLUMNS.values())
+        + "."
     )
     write_table(table1_frame(spec), Path(out) / "table1", caption)
 
@@ -88,12 +93,10 @@ def _e3_data_tag(spec: dict) -> str:
     a substitute (spec §7), SimpleStories the paper's."""
     sources = {cfg["task"].get("source", "procedural") for cfg in spec["resolved"]["e3"].values()}
     if sources == {"simplestories"}:
-        return "data: SimpleStories"
-    return (
-        "substitute data: procedural stories"
-        if sources == {"procedural"}
-        else "mixed data: " + "/".join(sorted(sources))
-    )
+        return f"data: {story_lm.SIMPLESTORIES}"
+    if sources == {"procedural"}:
+        return f"{SUBSTITUTE}: {story_lm.PROCEDURAL}"
+    return "mixed data: " + "/".join(sorted(sources))
 
 
 def table2_frame(spec: dict) -> pd.DataFrame:
