@@ -128,3 +128,18 @@ def test_table2_is_not_labelled_substitute_on_simplestories(paper, tmp_path):
     ARTEFACTS["table2"](_e3_spec(paper, tmp_path, "simplestories"), tmp_path)
     cols = pd.read_csv(tmp_path / "table2.csv").columns
     assert "ours PPL (data: SimpleStories)" in cols and not any("substitute" in c for c in cols)
+
+
+def test_e2_lag_bins_orders_bins_by_lag(tmp_path):
+    """Bins sort by their lower edge as numbers (lag 100 after lag 20), one row per model."""
+    rows = [
+        {"variant": v, "seed": s, "token_acc_lag_100_150": 0.1, "token_acc_lag_0_50": 0.5, "token_acc_lag_50_100": 0.3}
+        for v in VARIANTS
+        for s in (0, 1)
+    ]
+    pd.DataFrame(rows).to_csv(tmp_path / "e2.csv", index=False)
+    spec = {"scale": "tiny", "name": "e2_lag_bins", "inputs": {"summaries": {"e2": tmp_path / "e2.csv"}}}
+    ARTEFACTS["e2_lag_bins"](spec, tmp_path)
+    df = pd.read_csv(tmp_path / "e2_lag_bins.csv")
+    assert list(df.columns) == ["model", "lag 0-50", "lag 50-100", "lag 100-150"]
+    assert len(df) == 4 and df.loc[0, "lag 0-50"] == "0.5000 ± 0.0000"

@@ -7,4 +7,5 @@ ARTEFACTS = {
     "parameters": analysis.parameters,
     "table1": tables.table1,
     "table2": tables.table2,
+    "e2_lag_bins": tables.e2_lag_bins,
 }
