@@ -667,9 +667,9 @@ def test_malformed_yaml_tab_indentation(tree):
 def test_missing_paper_file(tree):
     """Paper ids are the files config/papers/<paper>.yaml: selecting one without a file names the selection."""
     with pytest.raises(ConfigError) as info:
-        load(tree, glob_mut=lambda g: g.update(papers=["heads", "sessa"]))
+        load(tree, glob_mut=lambda g: g.update(papers=["heads", "nosuchpaper"]))
     assert info.value.file == str(tree / "config" / "config.yaml") and info.value.keypath == "papers[1]"
-    assert "'sessa' is not one of the paper files" in info.value.message
+    assert "'nosuchpaper' is not one of the paper files" in info.value.message
 
 
 # ----------------------------------------------------------------------------- the shipped configs

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import numpy as np
 import torch
@@ -68,6 +68,11 @@ def _rows(arrays: dict, name: str, lo: int, hi: int) -> list[np.ndarray]:
 @register_task("diffuse_mqar")
 class DiffuseMQAR(Task):
     """Inputs (B, T) int64 token ids, targets (B, T) int64 (IGNORE off value positions); model -> (B, T, V)."""
+
+    # accuracy_report: pooled token accuracy, then accuracy and target count per lag bin
+    summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {
+        "evaluate": ("token_acc", "token_acc_lag_*", "count_lag_*", "chance")
+    }
 
     def __init__(
         self,

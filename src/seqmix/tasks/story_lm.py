@@ -17,7 +17,7 @@ import functools
 import math
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
@@ -83,6 +83,11 @@ def load_streams(
 @register_task("story_lm")
 class StoryLM(Task):
     """Inputs (B, segment_len) int64 token ids, targets the next tokens (B, segment_len); model -> (B, T, V)."""
+
+    # lm_report on the evaluation split, and with prefix val_ on the held-out validation split
+    summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {
+        "evaluate": (*("ppl", "nll", "top1_pct", "top5_pct"), *("val_ppl", "val_nll", "val_top1_pct", "val_top5_pct"))
+    }
 
     def __init__(
         self,

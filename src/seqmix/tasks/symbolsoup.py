@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
@@ -78,6 +78,8 @@ def _dataset(seed: int, sizes: tuple, min_tokens: int, max_tokens: int, cache_di
 @register_task("symbolsoup")
 class SymbolSoup(Task):
     """Inputs (B, max_tokens) int64 token ids, targets (B,) class ids in 0..19; the model returns (B, 20)."""
+
+    summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {"evaluate": ("accuracy", "loss", "chance")}
 
     def __init__(
         self,
