@@ -18,7 +18,8 @@ from seqmix import results as layout
 
 # What a clean dry run of the tiny DAG may print at most (on the layout before this test: ~130 KB of
 # per-job shell commands and rerun reasons).
-DRY_RUN_LOG_MAX_BYTES = 100_000
+# per scheduled job: the shell commands, reasons and dumped params of main made it ~1 KB (130 KB for 132 jobs)
+DRY_RUN_LOG_MAX_BYTES_PER_JOB = 700  # now ~600; with -p and reasons ~810
 # The only outputs the scales share: the MLflow store's one-time setup marker (seqmix.results docstring).
 SHARED_BY_SCALES = {"results/.mlflow/init.json"}
 
@@ -54,8 +55,11 @@ def test_dry_run_log_is_small_and_clean(dry_runs):
     such as heads/theory/) and a log a person can read (per-job shell commands and reasons made it ~130 KB)."""
     log = dry_runs["tiny"]
     assert "InputFunctionException" not in log and "Traceback" not in log
-    assert len(log.encode()) < DRY_RUN_LOG_MAX_BYTES, len(log.encode())
-    assert re.search(r"^rule train:$", log, flags=re.M), "the per-job rule lines are still printed"
+    jobs = len(re.findall(r"^(?:local)?rule \w+:$", log, flags=re.M))
+    assert jobs > 50, "the per-job rule lines are still printed"
+    assert re.search(r"^rule train:$", log, flags=re.M)
+    # the log grows with the papers present, so the bound is per job
+    assert len(log.encode()) / jobs < DRY_RUN_LOG_MAX_BYTES_PER_JOB, (len(log.encode()), jobs)
 
 
 def test_collect_matches_only_declared_experiments(workflow):
