@@ -14,7 +14,7 @@ Sources (``load_images(source, ...)``):
 Every source gives ``{split}/x`` (N, H*W, C) uint8, a row-major pixel sequence with C = 1 (grayscale, PIL's
 ``L`` weights 0.299/0.587/0.114, as torchvision's Grayscale) or C = 3 (CIFAR colour), and ``{split}/y``.
 ``image_size`` resizes bilinearly (the spec's upsampling of digits to 16x16 or 32x32). Validation is a seeded
-10% of the training images (CIFAR: 45k/5k/10k as in S4); digits, with no official test set, are split 80/10/10.
+10% of the training images (CIFAR: 45k/5k/10k as in S4); digits, with no official test set, are split 80/10/10 within each class.
 ``data_source`` names the source, e.g. "fashion-mnist (substitute)".
 """
 
@@ -29,7 +29,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .seq_data import holdout, seeded_permutation, subsample
+from .seq_data import holdout, stratified_split, subsample
 
 CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
 CIFAR_TEST = "test_batch"
@@ -180,12 +180,10 @@ def load_images(
         raise ValueError(f"channels={channels}: expected 1 (grayscale) or 3 (colour)")
     if channels == 3 and name != "cifar10":
         raise ValueError(f"channels=3 needs colour images; {name} is grayscale")
-    if "all" in raw:  # digits: 80/10/10 by a seeded permutation
+    if "all" in raw:  # digits: 80/10/10 within each class (a seeded shuffle per class)
         images, labels = raw["all"]
-        order = seeded_permutation(len(labels), seed, "digits-split")
-        n_train, n_val = int(0.8 * len(labels)), int(0.1 * len(labels))
-        parts = {"train": order[:n_train], "val": order[n_train : n_train + n_val], "test": order[n_train + n_val :]}
-        splits = {k: (images[sorted(v)], labels[sorted(v)]) for k, v in parts.items()}
+        parts = stratified_split(labels.tolist(), (0.8, 0.1), seed, "digits-split")
+        splits = {k: (images[idx], labels[idx]) for k, idx in zip(("train", "val", "test"), parts)}
     else:
         train, val = holdout(len(raw["train"][1]), 0.1, seed, f"{name}-val")
         images, labels = raw["train"]

@@ -60,6 +60,19 @@ def holdout(n: int, fraction: float, seed: int, name: str) -> tuple[list[int], l
     return sorted(order[k:]), sorted(order[:k])
 
 
+def stratified_split(labels: Sequence[int], fractions: tuple[float, float], seed: int, name: str) -> list[list[int]]:
+    """[train, val, test] index lists (sorted): each class split by ``fractions`` (train, val; test the rest)
+    after a seeded shuffle, so every split keeps the class proportions to within one example per class."""
+    parts: list[list[int]] = [[], [], []]
+    for k in sorted(set(int(v) for v in labels)):
+        members = [i for i, v in enumerate(labels) if int(v) == k]
+        order = [members[j] for j in seeded_permutation(len(members), seed, f"{name}:{k}")]
+        n_train, n_val = int(round(fractions[0] * len(order))), int(round(fractions[1] * len(order)))
+        for part, chunk in zip(parts, (order[:n_train], order[n_train : n_train + n_val], order[n_train + n_val :])):
+            part.extend(chunk)
+    return [sorted(p) for p in parts]
+
+
 def subsample(n: int, cap: int | None, seed: int, name: str) -> list[int]:
     """A seeded subset of at most ``cap`` indices of range(n) (all, in order, when cap is None or >= n)."""
     if cap is None or cap >= n:
