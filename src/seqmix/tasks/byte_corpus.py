@@ -4,8 +4,8 @@ Every corpus is ``{"train", "val", "test"}``: (n,) uint8 byte streams (vocabular
 the byte ``DOC_SEP`` (0, which no text file here contains), plus ``data_source`` and ``{split}/documents``.
 
 - ``installed_corpus``: the text files of ``text_sources.find_text_files`` (the CPython standard library's
-  sources first), each file assigned to train/val/test 98/1/1 by the sha256 of its path (spec §7), so that a
-  file never straddles two splits. ``max_bytes`` caps the train stream (val and test are capped at
+  sources first), each file assigned to train/val/test 98/1/1 by the sha256 of "corpus/folder/name" (spec §7),
+  so that a file never straddles two splits. ``max_bytes`` caps the train stream (val and test are capped at
   ``max_bytes // 50`` each) for tiny and CPU scales; the files are taken in a seeded order.
 - ``procedural_corpus``: documents of the seeded Zipf language (``text_sources.ZipfLanguage``), each opened by a
   topic word that recurs through it (a long-range dependency), used when no installed text is found.
@@ -52,7 +52,7 @@ def installed_corpus(seed: int = 0, max_bytes: int | None = None, roots=None) ->
     sizes = dict.fromkeys(SPLITS, 0)
     for i in seeded_permutation(len(files), seed, "byte-corpus-files"):
         corpus, path = files[i]
-        split = file_hash_split(f"{corpus}/{path.name}/{path.parent.name}")
+        split = file_hash_split(f"{corpus}/{path.parent.name}/{path.name}")  # machine-independent name
         if caps[split] is not None and sizes[split] >= caps[split]:
             continue
         data = read_text_file(path).replace(bytes([DOC_SEP]), b" ")

@@ -14,7 +14,8 @@ Sources (``load_images(source, ...)``):
 Every source gives ``{split}/x`` (N, H*W, C) uint8, a row-major pixel sequence with C = 1 (grayscale, PIL's
 ``L`` weights 0.299/0.587/0.114, as torchvision's Grayscale) or C = 3 (CIFAR colour), and ``{split}/y``.
 ``image_size`` resizes bilinearly (the spec's upsampling of digits to 16x16 or 32x32). Validation is a seeded
-10% of the training images (CIFAR: 45k/5k/10k as in S4); digits, with no official test set, are split 80/10/10 within each class.
+10% of the training images (CIFAR: 45k/5k/10k as in S4); digits, with no official test set, are split 80/10/10
+within each class.
 ``data_source`` names the source, e.g. "fashion-mnist (substitute)".
 """
 

@@ -26,6 +26,8 @@ from .lra_tasks import ClassificationSet, _sizes, fingerprint
 class LRAImage(ClassificationSet):
     """10-class images as (B, H*W, channels) float pixel sequences."""
 
+    task_name = "lra_image"
+
     n_classes = 10
     pixels = True
 
@@ -72,6 +74,8 @@ class LRAImage(ClassificationSet):
 @register_task("lra_pathfinder")
 class LRAPathfinder(ClassificationSet):
     """Are the two dots joined? (B, resolution**2, 1) float pixel sequences, 2 classes."""
+
+    task_name = "lra_pathfinder"
 
     pixels = True
 

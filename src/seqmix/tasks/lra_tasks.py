@@ -88,6 +88,7 @@ class ClassificationSet(Task):
     args: dict
     inputs: list
     pad_side = "right"
+    task_name: ClassVar[str]  # the registered name, also the sampling stream's name (epoch_indices)
 
     def _setup(self, cache_dir, eval_split, eval_batch, dtype) -> None:
         self.cache_dir = os.fspath(cache_dir) if cache_dir else None
@@ -127,7 +128,7 @@ class ClassificationSet(Task):
         return len(self.data[f"{split}/y"])
 
     def batch(self, seed: int, step: int, rank: int, size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        idx = epoch_indices(f"{self.registered_name}/train", self.size("train"), seed, step, rank, size)
+        idx = epoch_indices(f"{self.task_name}/train", self.size("train"), seed, step, rank, size)
         return self._inputs("train", idx), self.data["train/y"][idx]
 
     def split_set(self, split: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -162,6 +163,8 @@ class ClassificationSet(Task):
 @register_task("lra_listops")
 class LRAListOps(ClassificationSet):
     """ListOps (10 classes): (B, max_len) int64 ids of the 17-token vocabulary."""
+
+    task_name = "lra_listops"
 
     n_classes = 10
 
@@ -207,6 +210,8 @@ class LRAListOps(ClassificationSet):
 class LRAText(ClassificationSet):
     """Byte-level sentiment (2 classes): (B, max_len) int64 ids, byte + 1 (PAD 0, 257 ids)."""
 
+    task_name = "lra_text"
+
     def __init__(
         self,
         *,
@@ -233,7 +238,7 @@ class LRAText(ClassificationSet):
             self.builder = "sentiment"
             self.inputs = _text_inputs() if source != "procedural" else []
             if source == "installed" and not self.inputs:
-                raise FileNotFoundError(f"{self.registered_name}: source 'installed' but no installed text was found")
+                raise FileNotFoundError(f"{self.task_name}: source 'installed' but no installed text was found")
             self.args = {
                 "seed": data_seed,
                 "sizes": _sizes(train_size, val_size, test_size),
@@ -249,6 +254,8 @@ class LRAText(ClassificationSet):
 @register_task("lra_retrieval")
 class LRARetrieval(ClassificationSet):
     """Document matching (2 classes): (B, 2, max_len) int64 byte ids per pair, for a two-tower model."""
+
+    task_name = "lra_retrieval"
 
     def __init__(
         self,
@@ -275,7 +282,7 @@ class LRARetrieval(ClassificationSet):
             self.builder = "pairs"
             self.inputs = _text_inputs() if source != "procedural" else []
             if source == "installed" and not self.inputs:
-                raise FileNotFoundError(f"{self.registered_name}: source 'installed' but no installed text was found")
+                raise FileNotFoundError(f"{self.task_name}: source 'installed' but no installed text was found")
             self.args = {
                 "seed": data_seed,
                 "sizes": _sizes(train_size, val_size, test_size),
