@@ -113,3 +113,19 @@ def test_task_standardises_pixels_and_reads_the_release(tmp_path):
     real = LRAPathfinder(source="lra", data_dir=str(root), resolution=8)
     assert real.data_source == "lra-pathfinder8" and len(real.data["train/y"]) == 8
     assert [name for name, _ in fingerprint([root / "metadata"])] == [str(root / "metadata" / "0.npy")]
+
+
+@pytest.mark.parametrize("task_name", ["lra_pathfinder", "lra_listops"])
+def test_evaluate_with_a_tiny_classifier(task_name):
+    """The tasks plug into the shared classifier: model_inputs build it, evaluate reports accuracy and chance."""
+    from seqmix import registry
+    from seqmix.models.classifier import SequenceClassifier
+
+    kwargs = {"resolution": 16} if task_name == "lra_pathfinder" else {"max_len": 32, "min_len": 5}
+    task = registry.get("task", task_name)(train_size=20, val_size=10, test_size=20, **kwargs)
+    torch.manual_seed(0)
+    model = SequenceClassifier(**task.model_inputs(), d_model=8, n_layers=1, mixer={"name": "mha", "heads": 2})
+    x, y = task.batch(0, 0, 0, 4)
+    assert task.loss(model(x), y).ndim == 0
+    out = task.evaluate(model)
+    assert 0 <= out["accuracy"] <= 1 and out["chance"] == pytest.approx(1 / task.d_out) and out["loss"] > 0

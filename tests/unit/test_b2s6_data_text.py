@@ -160,3 +160,12 @@ def test_tasks_build_batches_and_report_sources(tmp_path):
     with pytest.raises(ValueError, match="data_dir"):
         LRARetrieval(source="aan")
     assert set(POSITIVE).isdisjoint(NEGATIVE)
+
+
+def test_single_sequence_classifier_refuses_document_pairs():
+    """A retrieval batch (B, 2, L) must not reach a one-sequence model unnoticed: its model_inputs say 2 documents."""
+    from seqmix.models.classifier import SequenceClassifier
+
+    pairs = LRARetrieval(source="procedural", train_size=20, val_size=10, test_size=10, max_len=64)
+    with pytest.raises(TypeError, match="n_documents"):
+        SequenceClassifier(**pairs.model_inputs(), d_model=8, n_layers=1, mixer={"name": "mha", "heads": 2})
