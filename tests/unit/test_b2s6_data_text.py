@@ -169,3 +169,16 @@ def test_single_sequence_classifier_refuses_document_pairs():
     pairs = LRARetrieval(source="procedural", train_size=20, val_size=10, test_size=10, max_len=64)
     with pytest.raises(TypeError, match="n_documents"):
         SequenceClassifier(**pairs.model_inputs(), d_model=8, n_layers=1, mixer={"name": "mha", "heads": 2})
+
+
+def test_imdb_loader_reads_hub_parquet_files(tmp_path):
+    import pandas as pd
+
+    root = tmp_path / "imdb" / "plain_text"
+    root.mkdir(parents=True)
+    for split, n in (("train", 10), ("test", 4)):
+        frame = pd.DataFrame({"text": [f"{split} review {i}" for i in range(n)], "label": [i % 2 for i in range(n)]})
+        frame.to_parquet(root / f"{split}-00000-of-00001.parquet")
+    d = load_imdb(tmp_path / "imdb", max_len=64)
+    assert [len(d[f"{s}/y"]) for s in ("train", "val", "test")] == [9, 1, 4]
+    assert d["test/y"].tolist() == [0, 1, 0, 1] and decode_bytes(d["test/x"][2].tolist()) == b"test review 2"
