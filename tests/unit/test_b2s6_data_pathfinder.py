@@ -129,3 +129,12 @@ def test_evaluate_with_a_tiny_classifier(task_name):
     assert task.loss(model(x), y).ndim == 0
     out = task.evaluate(model)
     assert 0 <= out["accuracy"] <= 1 and out["chance"] == pytest.approx(1 / task.d_out) and out["loss"] > 0
+
+
+def test_amount_of_ink_does_not_give_the_label_away():
+    """Both classes draw two full paths: with one path for positives, ink alone separated the classes."""
+    d = generate_pathfinder(2, {"train": 200, "val": 2, "test": 2}, size=32)
+    ink = (d["train/x"][..., 0] > 0).sum(1).double()
+    y = d["train/y"]
+    gap = abs(float(ink[y == 1].mean() - ink[y == 0].mean()))
+    assert gap < 0.5 * float(ink.std())

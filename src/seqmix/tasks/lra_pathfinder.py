@@ -7,8 +7,9 @@ are grayscale PNGs (read with PIL). S4 splits the pooled examples 80/10/10 at ra
 seeded permutation. Path-X is the same layout at 128x128 (``pathfinder128``).
 
 Generator (``generate_pathfinder``): a ``size`` x ``size`` uint8 image (0 background, 255 ink) with two 3x3
-endpoint dots and curved 1-pixel paths drawn as 4-connected pixel chains. Positive: both dots sit at the two
-ends of one path. Negative: they sit at one end each of two different paths. Then ``n_distractors`` more paths.
+endpoint dots and curved 1-pixel paths drawn as 4-connected pixel chains. Two paths of ``path_len`` pixels are
+drawn in both classes (so the amount of ink does not give the label away). Positive: both dots sit at the two
+ends of the first path. Negative: they sit at one end of each path. Then ``n_distractors`` shorter paths.
 Every path keeps a one-pixel margin from the ink already drawn, so paths never touch or cross: the label
 (1 = the dots are joined) equals 4-connectivity of the ink between the dots, which ``dots_connected`` checks by
 breadth-first search and the generator asserts for every image. Unlike the original, the paths are solid
@@ -141,16 +142,17 @@ def draw_example(rng: random.Random, size: int, label: int, path_len: int, n_dis
     first = _place(rng, ink, path_len, curvature)
     if first is None:
         return None
+    # both classes draw two full-length paths, so the amount of ink says nothing about the label
+    reserved = ink.copy()  # the second path keeps its margin from the first path's possible dots as well
+    for r, c in (first[0], first[-1]):
+        _stamp(reserved, _dot(reserved, r, c))
+    second = _place(rng, reserved, path_len, curvature)
+    if second is None:
+        return None
+    _stamp(ink, second)
     if label == 1:
         ends = (first[0], first[-1])
     else:
-        reserved = ink.copy()  # the second path keeps its margin from the first path's possible dots as well
-        for r, c in (first[0], first[-1]):
-            _stamp(reserved, _dot(reserved, r, c))
-        second = _place(rng, reserved, path_len, curvature)
-        if second is None:
-            return None
-        _stamp(ink, second)
         ends = (first[rng.choice((0, -1))], second[rng.choice((0, -1))])
     for r, c in ends:  # dots before distractors, so distractors keep their margin from the dots too
         _stamp(ink, _dot(ink, r, c))
