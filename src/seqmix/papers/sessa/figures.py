@@ -21,11 +21,14 @@ BETA_STYLES = ["-", "--", "-.", ":"]
 K_COLORS = {1: "tab:blue", 2: "tab:orange", 3: "tab:green"}
 
 
-def _long(curves: list[dict], keys: tuple[str, ...]) -> list[dict]:
-    """The curves as long CSV rows on ~200 lags >= 1 (log-spaced, plus every 64th for the semi-log panel):
-    the figure draws every lag, the CSV keeps it small."""
-    L = len(curves[0]["lag"]) - 1
-    lags = np.union1d(np.unique(np.geomspace(1, L, 150).astype(int)), np.arange(64, L + 1, 64))
+def _grid(lag_max: int) -> np.ndarray:
+    """~200 lags >= 1 to draw and to write: log-spaced, plus every 64th for the semi-log panel (the closed forms
+    are smooth, so every lag would only make the PDF and the CSV large)."""
+    return np.union1d(np.unique(np.geomspace(1, lag_max, 150).astype(int)), np.arange(64, lag_max + 1, 64))
+
+
+def _long(curves: list[dict], keys: tuple[str, ...], lags: np.ndarray) -> list[dict]:
+    """The curves as long CSV rows on ``lags``."""
     return [{**{k: c[k] for k in keys}, "lag": int(l), "value": float(c["value"][l])} for c in curves for l in lags]
 
 
@@ -35,9 +38,10 @@ def figure_d1_kernels(spec: dict, out: Path) -> None:
     st = spec["analysis"]["theory_checks"]["d1"]
     curves = d1_curves(st, np.random.default_rng(spec["analysis"]["theory_checks"]["seed"]))
     l0, L = st["slope_from"], st["lag_max"]
+    grid = _grid(L)
     fig, (ax_log, ax_semi) = plt.subplots(1, 2, figsize=(12, 4.6))
     for c in curves:
-        x, y = c["lag"][1:], np.abs(c["value"][1:])
+        x, y = grid, np.abs(c["value"][grid])
         if c["kernel"] == "attention" and c["tau"] == 0:
             ax_log.loglog(x, y, color="black", lw=1.6, label=f"attention 1/(t+1), slope {slope(c['value'], l0, L):.3f}")
         elif c["kernel"] == "attention_diffuse":
@@ -48,21 +52,21 @@ def figure_d1_kernels(spec: dict, out: Path) -> None:
             label = f"Sessa γ={c['gamma']}, τ={c['tau']}: slope {fitted:.3f} (−(1−γ) = {c['gamma'] - 1:.1f})"
             ax_log.loglog(x, y, ls, color=GAMMA_COLORS.get(c["gamma"], "tab:brown"), lw=1.3, label=label)
         elif c["kernel"] == "sessa_closed_form" and c["tau"] == 0:
-            ax_log.loglog(x[::64], y[::64], "o", ms=3, mfc="none", color=GAMMA_COLORS.get(c["gamma"], "tab:brown"))
+            ax_log.loglog(x[::6], y[::6], "o", ms=3, mfc="none", color=GAMMA_COLORS.get(c["gamma"], "tab:brown"))
         elif c["kernel"] == "ssm":
             s = semilog_slope(c["value"], l0, L)
             ax_semi.semilogy(x, y, lw=1.4, label=f"SSM exp(−λ c_Δ l), c_Δ={c['delta']}: slope {s:.4f}/step")
     for c in curves:  # the slow power laws on semi-log axes, for contrast
         if c["kernel"] in ("attention", "sessa") and c["tau"] == 0 and c.get("gamma") in ("", 0.5, 0.9):
             name = c["kernel"] + ("" if c["gamma"] == "" else f" γ={c['gamma']}")
-            ax_semi.semilogy(c["lag"][1:], c["value"][1:], ":", lw=1.2, label=f"{name} (power law)")
+            ax_semi.semilogy(grid, c["value"][grid], ":", lw=1.2, label=f"{name} (power law)")
     ax_log.plot([], [], "o", mfc="none", color="black", ms=3, label="closed form, Prop. 29 (τ = 0)")
     ax_log.set(xlabel="lag l", ylabel="|influence|", title=f"D1 log-log: power laws (slopes over l = {l0}..{L})")
     ax_semi.set(xlabel="lag l", ylabel="|influence|", title="D1 semi-log: the SSM is a straight line", ylim=(1e-30, 3))
     for ax in (ax_log, ax_semi):
         ax.grid(alpha=0.3, which="both", lw=0.4)
         ax.legend(fontsize=6.5)
-    save_figure(fig, Path(out) / "figure_d1_kernels", _long(curves, ("kernel", "gamma", "tau", "delta")))
+    save_figure(fig, Path(out) / "figure_d1_kernels", _long(curves, ("kernel", "gamma", "tau", "delta"), grid))
 
 
 def figure_d5_deep(spec: dict, out: Path) -> None:
@@ -71,10 +75,11 @@ def figure_d5_deep(spec: dict, out: Path) -> None:
     st = spec["analysis"]["theory_checks"]["d5"]
     curves = d5_curves(st)
     l0, L = st["slope_from"], st["lag_max"]
+    grid = _grid(L)
     fig, axes = plt.subplots(1, len(st["ks"]), figsize=(4.4 * len(st["ks"]), 4.4))
     for ax, k in zip(np.atleast_1d(axes), st["ks"]):
         for c in (c for c in curves if c["k"] == k):
-            x, y = c["lag"][1:], c["value"][1:]
+            x, y = grid, c["value"][grid]
             if c["model"] == "sessa":
                 i = st["betas"].index(c["beta"])
                 nu = k * (1 - c["beta"]) - 1
@@ -88,4 +93,4 @@ def figure_d5_deep(spec: dict, out: Path) -> None:
         ax.grid(alpha=0.3, which="both", lw=0.4)
         ax.legend(fontsize=6.5)
     np.atleast_1d(axes)[0].set_ylabel("transport from τ* = 0 to l")
-    save_figure(fig, Path(out) / "figure_d5_deep", _long(curves, ("model", "beta", "k")))
+    save_figure(fig, Path(out) / "figure_d5_deep", _long(curves, ("model", "beta", "k"), grid))
