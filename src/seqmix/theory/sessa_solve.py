@@ -44,8 +44,9 @@ def path_power(B: np.ndarray, k: int) -> np.ndarray:
 
 
 def random_strict_lower(T: int, rng: np.random.Generator, row_sum: float | None = None) -> np.ndarray:
-    """A random strictly lower (T, T) matrix of signed entries; with ``row_sum`` each row's absolute sum is
-    ``row_sum`` times a U(0, 1] factor, the last row exactly ``row_sum`` (Lemma 4.2's hypothesis)."""
+    """A random strictly lower (T, T) matrix of signed Gaussian entries (scaled by T^-1/2); with ``row_sum``
+    each row's absolute sum is ``row_sum`` times a U[0.001, 1) factor and the last row's exactly ``row_sum``
+    (Lemma 4.2's hypothesis, attained)."""
     B = np.tril(rng.standard_normal((T, T)), -1)
     if row_sum is None:
         return B / np.sqrt(T)
