@@ -268,4 +268,5 @@ def test_figures_write_png_pdf_and_csv(tiny_artefact, tmp_path):
     closed = d1[(d1.kernel == "sessa_closed_form") & (d1.gamma == 0.5) & (d1.tau == 0)].set_index("lag")["value"]
     assert np.allclose(sessa, closed, rtol=1e-10)
     d5 = pd.read_csv(tmp_path / "figure_d5_deep.csv")
-    assert set(d5["model"]) == {"sessa", "transformer", "mamba"} and set(d5["k"]) == {1, 2, 3}
+    models = {"sessa", "transformer", "mamba", "transformer_envelope", "mamba_envelope"}
+    assert set(d5["model"]) == models and set(d5["k"]) == {1, 2, 3}

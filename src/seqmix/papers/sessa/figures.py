@@ -85,10 +85,21 @@ def figure_d5_deep(spec: dict, out: Path) -> None:
                 nu = k * (1 - c["beta"]) - 1
                 label = f"Sessa β={c['beta']:.3g}: slope {slope(c['value'], l0, L):+.3f} (ν={nu:+.2f})"
                 ax.loglog(x, y, BETA_STYLES[i % len(BETA_STYLES)], color=K_COLORS.get(k, "tab:blue"), label=label)
-            else:
+            elif c["model"] in ("transformer", "mamba"):
                 color = "black" if c["model"] == "transformer" else "tab:red"
                 kind = "harmonic" if c["model"] == "transformer" else "exponential"
                 ax.loglog(x, np.maximum(y, 1e-300), color=color, lw=1.0, label=f"{c['model']} (deep {kind})")
+            else:  # the envelopes, thin dashed beside their kernels
+                color = "black" if c["model"] == "transformer_envelope" else "tab:red"
+                ax.loglog(
+                    x,
+                    np.maximum(y, 1e-300),
+                    "--",
+                    color=color,
+                    lw=0.6,
+                    alpha=0.7,
+                    label=f"{c['model'].replace('_', ' ')} (Cor. 4.7)",
+                )
         ax.set(xlabel="lag l", title=f"k = {k} macro-layers", ylim=(1e-8, None))
         ax.grid(alpha=0.3, which="both", lw=0.4)
         ax.legend(fontsize=6.5)

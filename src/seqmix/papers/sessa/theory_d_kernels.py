@@ -78,7 +78,7 @@ def check_d1(st: dict, rng: np.random.Generator) -> list[dict]:
 def d5_curves(st: dict) -> list[dict]:
     """[{model, beta, k, lag, value}]: the transport from tau* = 0 to l through k residual macro-layers: Sessa
     I + a (i+1)^{-beta} 1[j < i] for each beta, the deep harmonic (Transformer) I + a H and the deep exponential
-    (Mamba) I + a e^{-c (t - tau)} 1[tau < t]."""
+    (Mamba) I + a e^{-c (t - tau)} 1[tau < t], and Cor. 4.7's envelopes of the last two at depth k."""
     L, a, lags = st["lag_max"], st["a"], np.arange(st["lag_max"] + 1)
     e0 = kn.impulse(L + 1)
     out = []
@@ -97,6 +97,11 @@ def d5_curves(st: dict) -> list[dict]:
         )
         v = kn.stack_transport(partial(kn.apply_exponential, c=st["mamba_c"]), e0, k, a)
         out.append({"model": "mamba", "beta": "", "k": k, "lag": lags, "value": v})
+        # Cor. 4.7's horizon-uniform envelopes at depth k (shapes, up to constants)
+        env = kn.envelope_transformer(lags, k)
+        out.append({"model": "transformer_envelope", "beta": "", "k": k, "lag": lags, "value": env})
+        env = kn.envelope_mamba(lags, k, st["mamba_c"])
+        out.append({"model": "mamba_envelope", "beta": "", "k": k, "lag": lags, "value": env})
     return out
 
 
@@ -111,7 +116,7 @@ def check_d5(st: dict) -> list[dict]:
             # predicted: the slope of Cor. 4.7's envelope (log(1+l))^{k-1}/(1+l) over the same lags
             env = kn.envelope_transformer(np.arange(L + 1), c["k"])
             rows.append(row("D5", "transformer_loglog_slope", slope(c["value"], l0, L), slope(env, l0, L), **p))
-        else:
+        elif c["model"] == "mamba":
             l1 = min(L, l0 + int(math.ceil(200 / st["mamba_c"])))  # before the tail underflows
             env = kn.envelope_mamba(np.arange(l1 + 1), c["k"], st["mamba_c"])  # (1+l)^{k-1} e^{-c l}
             rows.append(
