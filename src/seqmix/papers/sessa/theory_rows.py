@@ -16,7 +16,8 @@ def row(check: str, quantity: str, value: float, predicted: float | str = "", **
     unknown = set(params) - set(PARAMS)
     if unknown:
         raise TypeError(f"row({check}, {quantity}): unknown parameters {sorted(unknown)}")
-    pred = "" if predicted == "" else float(predicted)
+    # 12 significant digits: the law's value without float noise (gamma - 1 = -0.30000000000000004)
+    pred = "" if predicted == "" else float(f"{float(predicted):.12g}")
     return {
         "check": check,
         "quantity": quantity,
