@@ -37,6 +37,7 @@ from .base import check_divides, check_input, check_positive_int, register_prese
 class SessaMixer(nn.Module):
     backend = BackendOf(select=lambda m: (fs_ops.ATTENTION_OP,) if m.feedback else ())
     causal = True
+    native_block = "gated"  # the Sessa block is its own (models.blocks, block: native)
 
     def __init__(
         self,
