@@ -26,28 +26,41 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from ..checks import Signature
-from .reference import _checked, _result_dtype, routing_matrix
+from .reference import _checked, _result_dtype
 
 
-def feedback_alpha(qb: torch.Tensor, kb: torch.Tensor, scale: float) -> torch.Tensor:
-    """alpha_fb: softmax over j < t of scale q_b[t] . k_b[j], row 0 all zero. qb, kb: (Nb, T, d) -> (Nb, T, T)."""
+def feedback_alpha(qb: torch.Tensor, kb: torch.Tensor, scale: float, *, inplace: bool = False) -> torch.Tensor:
+    """alpha_fb: softmax over j < t of scale q_b[t] . k_b[j], row 0 all zero. qb, kb: (Nb, T, d) -> (Nb, T, T).
+    ``inplace`` (no autograd only) scales, masks and zeroes in place: the same values with three T x T
+    temporaries fewer (the scaled logits, the masked logits, a float mask)."""
     T = qb.shape[1]
-    logits = (qb @ kb.transpose(1, 2)) * scale
+    logits = qb @ kb.transpose(1, 2)
+    logits = logits.mul_(scale) if inplace else logits * scale
     strict = torch.ones(T, T, dtype=torch.bool, device=qb.device).tril(-1)
     strict_row0 = strict.clone()
     strict_row0[0:1, 0:1] = True  # row 0 has no past: give the softmax one finite entry, zero the row after
+    if inplace:  # zeroing by masked_fill_ gives the product's values (alpha is finite and >= 0 there)
+        alpha = torch.softmax(logits.masked_fill_(~strict_row0, float("-inf")), dim=-1)
+        del logits
+        return alpha.masked_fill_(~strict, 0.0)
     alpha = torch.softmax(logits.masked_fill(~strict_row0, float("-inf")), dim=-1)
     return alpha * strict.to(alpha.dtype)
+
+
+def _neg_routing(gamma: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
+    """-B_fb with one T x T allocation (reference.routing_matrix's values, negated). (Nb, T), (Nb, T, T)."""
+    return (alpha * gamma[..., None]).tril_(-1).neg_()
 
 
 class _FeedbackAttentionSolve(torch.autograd.Function):
     @staticmethod
     def forward(ctx, f, gamma, qb, kb, scale):
         with torch.no_grad():
-            alpha = feedback_alpha(qb, kb, scale)
+            alpha = feedback_alpha(qb, kb, scale, inplace=True)
             f_w, gamma_w, alpha_w = _checked("feedback_attention_solve", f, gamma, alpha)
-            neg_b = routing_matrix(gamma_w, alpha_w).neg_()
+            neg_b = _neg_routing(gamma_w, alpha_w)
             s = torch.linalg.solve_triangular(neg_b, f_w, upper=False, left=True, unitriangular=True)
+            del neg_b, alpha_w
         ctx.scale, ctx.dtypes = scale, (f.dtype, gamma.dtype, qb.dtype, kb.dtype)
         ctx.save_for_backward(alpha, gamma, qb, kb, s)  # s in the solve's dtype; alpha the one T x T
         return s.to(_result_dtype(f, gamma, alpha))
@@ -59,7 +72,7 @@ class _FeedbackAttentionSolve(torch.autograd.Function):
         work = s.dtype  # the solve's dtype (at least float32), as in the forward
         gam = gamma.to(work)[..., None]
         # (I - B)^T g = grad: with A = -B unit lower-triangular, A^T is unit upper-triangular
-        neg_bt = routing_matrix(gamma.to(work), alpha.to(work)).neg_().transpose(1, 2)
+        neg_bt = _neg_routing(gamma.to(work), alpha.to(work)).transpose(1, 2)
         g = torch.linalg.solve_triangular(neg_bt, grad_s.to(work), upper=True, left=True, unitriangular=True)
         del neg_bt
         grads = [None] * 5
@@ -67,7 +80,7 @@ class _FeedbackAttentionSolve(torch.autograd.Function):
             grads[0] = g
         if any(ctx.needs_input_grad[1:4]):
             a = alpha.to(work)
-            p = torch.tril(g @ s.transpose(1, 2), diagonal=-1).mul_(a)  # alpha * dB
+            p = (g @ s.transpose(1, 2)).tril_(-1).mul_(a)  # alpha * dB
             dgamma = p.sum(-1)
             grads[1] = dgamma if ctx.needs_input_grad[1] else None
             dlogit = p.addcmul_(a, dgamma[..., None], value=-1).mul_(gam * ctx.scale).to(qb.dtype)

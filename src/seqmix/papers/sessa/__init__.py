@@ -1,11 +1,13 @@
 """Sessa paper ("Sessa: Selective State Space Attention"): its artefacts, declared in the ``artefacts:`` block
 of config/papers/sessa.yaml. Each is ``fn(spec, out)`` (see seqmix.artefacts for the spec)."""
 
-from . import analysis, tables
+from . import analysis, figures, tables
 
 ARTEFACTS = {
     "parameters": analysis.parameters,
     "table1": tables.table1,
     "table2": tables.table2,
     "e2_lag_bins": tables.e2_lag_bins,
+    "figure1": figures.figure1,
+    "figure2": figures.figure2,
 }
