@@ -7,9 +7,9 @@ Layers, all at the same width D and forward heads H (default D = 64, H = 4, batc
 - ``sessa (composed autograd)``: the same block with the feedback branch composed from torch ops under plain
   autograd (the path before issue 13: softmax output, masked alpha, -B_fb and two masks saved), for the
   memory change;
-- ``transformer (shared)``: the Sessa block around causal RoPE softmax attention (spec §2.4 Option A, what the
+- ``transformer (shared)``: the Sessa block around causal RoPE softmax attention (sessa spec §2.4 Option A, what the
   tables run); the baseline of every ratio;
-- ``transformer (native)``: pre-LN attention + MLP (ratio 4), ``block: native`` (spec §2.4 Option B).
+- ``transformer (native)``: pre-LN attention + MLP (ratio 4), ``block: native`` (sessa spec §2.4 Option B).
 
 Each (layer, T) runs in a fresh process: time = median over ``--reps`` forward + backward runs after one
 warm-up, as wall and as CPU seconds of the process (the ratios use CPU seconds: the box is shared); peak =

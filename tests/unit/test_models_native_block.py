@@ -45,7 +45,7 @@ def test_native_transformer_block_is_pre_ln_attention_plus_gelu_mlp():
     assert [type(m).__name__ for m in b.mlp] == ["Linear", "GELU", "Linear"]
     assert b.mlp[0].out_features == 4 * D and b.mlp[1].approximate == "none"  # ratio 4, exact (erf) GELU
     assert count_parameters(b) == transformer_native(D)
-    assert transformer_native(64) == 12 * 64 * 64 + 13 * 64  # "about 12 D^2" (spec §2.4 Option B)
+    assert transformer_native(64) == 12 * 64 * 64 + 13 * 64  # "about 12 D^2" (sessa spec §2.4 Option B)
 
 
 def test_native_mamba2_block_is_rmsnorm_and_mixer_without_mlp():
