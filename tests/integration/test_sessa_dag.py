@@ -35,6 +35,7 @@ def test_outputs_exist(dag):
     for rel in (
         *(f"sessa/tables/{n}.{ext}" for n in ("table1", "table2", "e2_lag_bins") for ext in ("md", "tex", "csv")),
         "sessa/parameters/summary.csv",
+        *(f"sessa/figures/figure{i}.{ext}" for i in (1, 2) for ext in ("png", "pdf")),
         "sessa/claims.md",
         "sessa/claims.csv",
         *(f"sessa/{exp}/summary.csv" for exp in ("e1", "e2", "e3")),
