@@ -37,6 +37,7 @@ def test_outputs_exist(dag):
         "sessa/parameters/summary.csv",
         "sessa/theory_checks/summary.csv",
         *(f"sessa/figures/{n}.{ext}" for n in ("figure_d1_kernels", "figure_d5_deep") for ext in ("png", "pdf", "csv")),
+        *(f"sessa/figures/figure{i}.{ext}" for i in (1, 2) for ext in ("png", "pdf")),
         "sessa/claims.md",
         "sessa/claims.csv",
         *(f"sessa/{exp}/summary.csv" for exp in ("e1", "e2", "e3")),

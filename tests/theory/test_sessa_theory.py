@@ -22,7 +22,7 @@ from seqmix import claims as C
 from seqmix.artefacts import analysis_slice
 from seqmix.config import load_paper
 from seqmix.io import write_text
-from seqmix.papers.sessa import figures, theory
+from seqmix.papers.sessa import figures_theory, theory
 from seqmix.papers.sessa.theory_rows import COLUMNS
 from seqmix.theory import sessa_block as sb
 from seqmix.theory import sessa_bounds as bd
@@ -257,8 +257,8 @@ def test_theory_checks_artefact_writes_the_declared_columns_and_claims_hold(tiny
 
 def test_figures_write_png_pdf_and_csv(tiny_artefact, tmp_path):
     _, spec, _ = tiny_artefact
-    figures.figure_d1_kernels(spec, tmp_path)
-    figures.figure_d5_deep(spec, tmp_path)
+    figures_theory.figure_d1_kernels(spec, tmp_path)
+    figures_theory.figure_d5_deep(spec, tmp_path)
     for name in ("figure_d1_kernels", "figure_d5_deep"):
         for ext in ("png", "pdf", "csv"):
             assert (tmp_path / f"{name}.{ext}").stat().st_size > 0

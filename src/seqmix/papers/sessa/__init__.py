@@ -1,7 +1,7 @@
 """Sessa paper ("Sessa: Selective State Space Attention"): its artefacts, declared in the ``artefacts:`` block
 of config/papers/sessa.yaml. Each is ``fn(spec, out)`` (see seqmix.artefacts for the spec)."""
 
-from . import analysis, figures, tables, theory
+from . import analysis, figures, figures_theory, tables, theory
 
 ARTEFACTS = {
     "parameters": analysis.parameters,
@@ -9,6 +9,8 @@ ARTEFACTS = {
     "table2": tables.table2,
     "e2_lag_bins": tables.e2_lag_bins,
     "theory_checks": theory.theory_checks,
-    "figure_d1_kernels": figures.figure_d1_kernels,
-    "figure_d5_deep": figures.figure_d5_deep,
+    "figure_d1_kernels": figures_theory.figure_d1_kernels,
+    "figure_d5_deep": figures_theory.figure_d5_deep,
+    "figure1": figures.figure1,
+    "figure2": figures.figure2,
 }
