@@ -33,7 +33,8 @@ def mixing_window(beta: float | np.ndarray, eps: float) -> np.ndarray:
     beta = 1). ``-log(beta)`` is taken through log1p so that blocks with beta within 1e-9 of 1 keep their digits."""
     beta = np.asarray(beta, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rate = np.where(beta < 0.5, -np.log(np.maximum(beta, 1e-300)), -np.log1p(beta - 1.0)) + 0.0  # -0.0 -> 0.0: beta = 1 never mixes (inf)
+        # log1p keeps the digits of beta near 1; + 0.0 turns -0.0 into 0.0 so that beta = 1 never mixes (inf)
+        rate = np.where(beta < 0.5, -np.log(np.maximum(beta, 1e-300)), -np.log1p(beta - 1.0)) + 0.0
         return np.maximum(1.0, np.where(beta <= 0, 1.0, np.ceil(math.log(1 / eps) / rate)))
 
 

@@ -72,6 +72,5 @@ def alibi_contrast(lam: float, lengths: list[int], slope: float, blocks: int = 4
     theta = route_phases("random_pi", blocks, max(lengths), rng)
     bias = -slope * np.arange(max(lengths), dtype=np.float64)
     return [
-        {"L": L, "rho_D": far_mass_and_transport(theta[:L], lam, window, bias[:L])[0], "slope": slope}
-        for L in lengths
+        {"L": L, "rho_D": far_mass_and_transport(theta[:L], lam, window, bias[:L])[0], "slope": slope} for L in lengths
     ]

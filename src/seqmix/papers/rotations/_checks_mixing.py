@@ -104,7 +104,18 @@ def check_t2(s: dict, seed: int) -> list[dict]:
     T = tm.torus_mean(A, at, N, rng_for(seed, 11))
     beta_t = max(abs(math.sin(at * x) / (at * x)) for x in lams)
     rows.append(row("T2", "beta", beta_t, relation="==", family="torus", d=2 * len(lams)))
-    rows.append(row("T2", "mean_z", _z(T, tm.torus_mean_closed(lams, at, Q), N), 0.0, "~", Z_NOTE, family="torus", d=2 * len(lams)))
+    rows.append(
+        row(
+            "T2",
+            "mean_z",
+            _z(T, tm.torus_mean_closed(lams, at, Q), N),
+            0.0,
+            "~",
+            Z_NOTE,
+            family="torus",
+            d=2 * len(lams),
+        )
+    )
     n = np.arange(1, s["product_n_max"] + 1)
     for fam, est, beta in (
         ("householder", tm.householder_product_mean(s["product_d"], n.size, s["product_samples"], rng_for(seed, 8)),

@@ -24,7 +24,10 @@ def check_t7(s: dict, seed: int) -> list[dict]:
     rows, d, N, c0, sw = [], s["d"], s["samples"], s["c0"], s["sigma_w"]
     rng = rng_for(seed, 70)
     alpha = rng.dirichlet(np.ones(s["m_keys"])) * s["rho"]
-    for name, P in (("haar", ts.random_orthogonal(d, s["m_keys"], rng)), ("identity", np.eye(d)[None].repeat(s["m_keys"], 0))):
+    for name, P in (
+        ("haar", ts.random_orthogonal(d, s["m_keys"], rng)),
+        ("identity", np.eye(d)[None].repeat(s["m_keys"], 0)),
+    ):
         exact = tv.shared_background_cov(alpha, P, c0, sw)
         mc = tv.shared_background_cov_mc(alpha, P, c0, sw, N, rng_for(seed, 71))
         rows.append(row("T7", "cov_z", _cov_z(mc, exact, N), 0.0, "~", COV_NOTE, transport=name, d=d))
@@ -35,7 +38,9 @@ def check_t7(s: dict, seed: int) -> list[dict]:
     a_u = np.full(ks.size, s["rho"] / ks.size)
     delta = tv.shared_background_cov(a_u, tv.rope_transports(dh, ks), c0, sw)
     floor = c0**2 * tv.rope_coherence(a_u, ks, dh).min() ** 2 + sw**2 * a_u @ a_u
-    rows.append(row("T7", "rope_min_eig", np.linalg.eigvalsh(delta).min(), floor, "~", "equality, abs 1e-12", L=s["dense_L"]))
+    rows.append(
+        row("T7", "rope_min_eig", np.linalg.eigvalsh(delta).min(), floor, "~", "equality, abs 1e-12", L=s["dense_L"])
+    )
     f = 10000.0 ** (-2.0 * np.arange(dh // 2) / dh)
     for L in s["lengths"]:
         ks = np.arange(w, L, dtype=np.float64)
@@ -94,7 +99,9 @@ def check_t9(s: dict, seed: int) -> list[dict]:
     for rho, a in s["worked"]:
         p = dict(beta=beta, w=w, rho=rho, a=round(a, 8))
         rows.append(row("T9", "R_pp", tv.rpp(beta**w, rho, a, beta, B, eta), relation="==", **p))
-        rows.append(row("T9", "R_same", tv.rsame(beta, w, rho, a, lam, B, eta), rho, "", "vs identity coherence rho", **p))
+        rows.append(
+            row("T9", "R_same", tv.rsame(beta, w, rho, a, lam, B, eta), rho, "", "vs identity coherence rho", **p)
+        )
     half = tv.half_width_for_beta(beta)
     for j, L in enumerate(s["lengths"]):
         rng = rng_for(seed, 90, j)
@@ -102,7 +109,9 @@ def check_t9(s: dict, seed: int) -> list[dict]:
         bounds = [tv.rsame(beta, w, t["rho"], t["a"], lam, B, eta) for t in trials]
         viol = np.mean([t["t_max"] > r for t, r in zip(trials, bounds)])
         rows.append(row("T9", "violation_rate", viol, eta, "<=", "bound", L=L, lam=lam, beta=beta, w=w))
-        rows.append(row("T9", "t_max_mean", np.mean([t["t_max"] for t in trials]), np.mean(bounds), "<=", "R_same", L=L))
+        rows.append(
+            row("T9", "t_max_mean", np.mean([t["t_max"] for t in trials]), np.mean(bounds), "<=", "R_same", L=L)
+        )
         rows.append(row("T9", "rho_mean", np.mean([t["rho"] for t in trials]), relation="", L=L))
         if L <= s["sandwich_max_L"]:
             lo, hi = tv.leave_one_block_ratios(trials[0], lam)
@@ -119,7 +128,9 @@ def check_t10(s: dict, seed: int) -> list[dict]:
     return [
         row("T10", "l2_bound", l2b, relation="==", M=M, eps=eps),
         row("T10", "fail_exponent", M * eps / (8 * math.pi), relation="==", M=M, eps=eps),
-        row("T10", "l2_exceed_rate", (res[:, 0] > l2b).mean(), fail, "<=", "bound (+ 1/trials resolution)", M=M, eps=eps),
+        row(
+            "T10", "l2_exceed_rate", (res[:, 0] > l2b).mean(), fail, "<=", "bound (+ 1/trials resolution)", M=M, eps=eps
+        ),
         row("T10", "l2_max", res[:, 0].max(), l2b, "<=", "w.p. >= 1 - e^-(M eps / 8 pi)", M=M, eps=eps),
         row("T10", "coherence_min", res[:, 1].min(), math.cos(eps), ">=", "bound (always)", M=M, eps=eps),
     ]
@@ -141,7 +152,9 @@ def check_t11(s: dict, seed: int) -> list[dict]:
                     "||R(t) - I|| = 2|sin(t/2)|, abs 1e-12"))  # fmt: skip
     rng, slack = rng_for(seed, 111), np.inf
     for _ in range(s["gain_trials"]):
-        smin, gamma = tv.near_gain_trial(s["gain_d"], s["gain_rank"], s["gain_near"], s["rho_star"], s["gain_scale"], rng)
+        smin, gamma = tv.near_gain_trial(
+            s["gain_d"], s["gain_rank"], s["gain_near"], s["rho_star"], s["gain_scale"], rng
+        )
         slack = min(slack, smin - (1 - s["rho_star"]) * (1 - gamma))
     rows.append(row("T11", "gain_slack_min", slack, 0.0, ">=", "Lemma 3", d=s["gain_d"], r=s["gain_rank"]))
     return rows

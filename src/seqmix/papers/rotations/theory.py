@@ -102,10 +102,14 @@ def _panel_far_mass(ax, s: dict) -> list[dict]:
     bound = [ts.far_mass_lower_bound(x - s["window"], s["window"], s["lam"]) for x in L]
     alibi = [r["rho_D"] for r in st.alibi_contrast(s["lam"], L, s["alibi_slope"], s["blocks"], s["window"], s["seed"])]
     ax.loglog(L, bound, "k--", lw=1, label="Prop 3 lower bound (K = w)")
-    ax.loglog(L, np.maximum(alibi, 1e-12), "s:", ms=3, color="grey", label=f"random_pi + ALiBi m = {s['alibi_slope']:g}")
+    ax.loglog(
+        L, np.maximum(alibi, 1e-12), "s:", ms=3, color="grey", label=f"random_pi + ALiBi m = {s['alibi_slope']:g}"
+    )
     data += [{"panel": "b", "series": "lower_bound", "x": x, "y": y} for x, y in zip(L, bound)]
     data += [{"panel": "b", "series": "alibi", "x": x, "y": y} for x, y in zip(L, alibi)]
-    ax.set(xlabel="context length L", ylabel="far mass rho_D", title=f"(b) far mass, lam = {s['lam']:g}, w = {s['window']}")
+    ax.set(
+        xlabel="context length L", ylabel="far mass rho_D", title=f"(b) far mass, lam = {s['lam']:g}, w = {s['window']}"
+    )
     ax.legend(fontsize=6)
     return data
 
@@ -118,8 +122,8 @@ def _panel_value_side(ax, s: dict) -> list[dict]:
         trials = [tv.same_path_trial(B, x, sp["window"], half, s["lam"], rng) for _ in range(sp["trials"])]
         series["t_max"].append(float(np.mean([t["t_max"] for t in trials])))
         series["rho_D"].append(float(np.mean([t["rho"] for t in trials])))
-        series["R_same"].append(float(np.mean([
-            tv.rsame(sp["beta"], sp["window"], t["rho"], t["a"], s["lam"], B, sp["eta"]) for t in trials])))  # fmt: skip
+        bounds = [tv.rsame(sp["beta"], sp["window"], t["rho"], t["a"], s["lam"], B, sp["eta"]) for t in trials]
+        series["R_same"].append(float(np.mean(bounds)))
     labels = {"t_max": "max_b |t_b| (same path)", "R_same": "bound R_same (eq. 29)", "rho_D": "identity: rho_D"}
     data = []
     for k, ys in series.items():
