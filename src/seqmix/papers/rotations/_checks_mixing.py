@@ -95,10 +95,10 @@ def check_t2(s: dict, seed: int) -> list[dict]:
     rows.append(row("T2", "mean_z", _z(G, beta_g * np.eye(d), N), 0.0, "~", Z_NOTE, family="givens", d=d, a=a))
     for k, th in enumerate(s["so3_theta"]):
         R = tm.so3_rotations(th, N, rng_for(seed, 6, k)).mean(axis=0)
-        b3 = (2 * math.cos(th) + 1) / 3
-        rows.append(row("T2", "beta", abs(b3), relation="==", family="so3", theta=th))
-        rows.append(row("T2", "beta_mc", np.linalg.norm(R, 2), abs(b3), "~", MC_NOTE, family="so3", theta=th))
-        rows.append(row("T2", "mean_z", _z(R, b3 * np.eye(3), N), 0.0, "~", Z_NOTE, family="so3", theta=th))
+        b3, deg = (2 * math.cos(th) + 1) / 3, round(math.degrees(th))
+        rows.append(row("T2", "beta", abs(b3), relation="==", family="so3", theta_deg=deg))
+        rows.append(row("T2", "beta_mc", np.linalg.norm(R, 2), abs(b3), "~", MC_NOTE, family="so3", theta_deg=deg))
+        rows.append(row("T2", "mean_z", _z(R, b3 * np.eye(3), N), 0.0, "~", Z_NOTE, family="so3", theta_deg=deg))
     lams, at = s["torus_lambda"], s["torus_a"]
     A, Q = tm.torus_generator(lams, rng_for(seed, 7))
     T = tm.torus_mean(A, at, N, rng_for(seed, 11))

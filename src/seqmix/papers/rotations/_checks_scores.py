@@ -35,6 +35,9 @@ def check_t3(s: dict, seed: int) -> list[dict]:
                             d=d, n=n, n_rel=round(n / haar_scale(d), 3)))  # fmt: skip
             z = abs(sc[n].mean() - (1 - 2 / d) ** n) * math.sqrt(N)  # E q^T P_n k = q^T (E H)^n k
             rows.append(row("T3", "mean_z", z, 0.0, "~", Z_NOTE, d=d, n=n))
+        # after the last n the law must be Haar up to sampling: KS below the 1% critical value
+        rows.append(row("T3", "ks_at_mixing", ks[ns[-1]], ts.ks_critical(N), "<=", "1% KS critical value", d=d,
+                        n=ns[-1]))  # fmt: skip
     for j, d in enumerate(s["tail_d"]):
         x = ts.householder_scores(d, [2 * haar_scale(d)], N, rng_for(seed, 22, j))[2 * haar_scale(d)]
         for sv in s["tail_s"]:

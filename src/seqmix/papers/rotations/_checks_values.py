@@ -96,8 +96,8 @@ def check_t9(s: dict, seed: int) -> list[dict]:
     """Thm 6: the same-path bound R_same on simulated Assumption 3, the sandwich (31), the worked values."""
     B, lam, beta, w, eta = s["blocks"], s["lam"], s["beta"], s["window"], s["eta"]
     rows = [row("T9", "e2h", math.exp(2 * lam / B), relation="==", B=B, lam=lam)]
-    for rho, a in s["worked"]:
-        p = dict(beta=beta, w=w, rho=rho, a=round(a, 8))
+    for i, (rho, a) in enumerate(s["worked"]):
+        p = dict(worked=i, beta=beta, w=w, rho=rho)  # a is often 0.1 / 256: the index names the case
         rows.append(row("T9", "R_pp", tv.rpp(beta**w, rho, a, beta, B, eta), relation="==", **p))
         rows.append(
             row("T9", "R_same", tv.rsame(beta, w, rho, a, lam, B, eta), rho, "", "vs identity coherence rho", **p)
