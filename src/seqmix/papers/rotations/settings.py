@@ -40,7 +40,7 @@ TINY: dict = {
             "trials": 100, "gain_d": 16, "gain_rank": 4, "gain_near": 8, "gain_scale": 0.02, "gain_trials": 10},
     "t12": {"m": [256, 1024, 4096, 16384, 65536], "lam": 5.0},
     "t13": {"harmonics": 5, "kappa": [0.5, 2.0, 8.0], "floor": [0.1, 0.5], "fisher_draws": 3, "fisher_scale": 1.0},
-    "e6": {"lams": [5.0, 10.0, 20.0], "lengths": [512, 4096], "blocks": 48, "window": 64, "draws": 3,
+    "e6": {"lams": [5.0, 10.0, 20.0], "lengths": [512, 65536], "blocks": 48, "window": 64, "draws": 3,
            "alibi_slope": 0.03125},
 }  # fmt: skip
 

@@ -50,8 +50,9 @@ def e6_rows(s: dict, seed: int) -> list[dict]:
         rows.append(row("E6", "max_t", r["max_t"], r["rho_D"], "<=", "|t_b| <= rho_D always", **p))
     m, w = s["alibi_slope"], s["window"]
     # keys beyond L0 add at most sum_{k >= L0} e^{lam - m k} / e^{lam} of mass (the query's own logit is lam)
+    contrast = st.alibi_contrast(s["lams"], s["lengths"], m, s["blocks"], w, seed)
     for lam in s["lams"]:
-        res = st.alibi_contrast(lam, s["lengths"], m, s["blocks"], w, seed)
+        res = [r for r in contrast if r["lam"] == lam]
         l0, rho0 = res[0]["L"], res[0]["rho_D"]
         cap = float(np.exp(-m * l0) / (1 - np.exp(-m)))
         for r in res:
@@ -100,7 +101,9 @@ def _panel_far_mass(ax, s: dict) -> list[dict]:
         ax.loglog(L, np.maximum(ys, 1e-12), "o-", ms=3, label=tr)
         data += [{"panel": "b", "series": tr, "x": x, "y": y} for x, y in zip(L, ys)]
     bound = [ts.far_mass_lower_bound(x - s["window"], s["window"], s["lam"]) for x in L]
-    alibi = [r["rho_D"] for r in st.alibi_contrast(s["lam"], L, s["alibi_slope"], s["blocks"], s["window"], s["seed"])]
+    alibi = [
+        r["rho_D"] for r in st.alibi_contrast([s["lam"]], L, s["alibi_slope"], s["blocks"], s["window"], s["seed"])
+    ]
     ax.loglog(L, bound, "k--", lw=1, label="Prop 3 lower bound (K = w)")
     ax.loglog(
         L, np.maximum(alibi, 1e-12), "s:", ms=3, color="grey", label=f"random_pi + ALiBi m = {s['alibi_slope']:g}"
