@@ -164,7 +164,7 @@ def householder_product_mean(d: int, n_max: int, samples: int, rng: np.random.Ge
     out = np.empty(n_max)
     for n in range(n_max):
         v = sample_householder(d, samples, rng)
-        P -= 2 * np.einsum("sij,sj,sk->sik", P, v, v)
+        P -= 2 * (P @ v[:, :, None]) * v[:, None, :]  # P H = P - 2 (P v) v^T, batched
         out[n] = np.linalg.norm(P.mean(axis=0), 2)
     return out
 
