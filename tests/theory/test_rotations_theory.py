@@ -308,3 +308,32 @@ def test_figure_e6_writes_png_pdf_csv(tmp_path):
     b = df[df["panel"] == "b"].set_index(["series", "x"])["y"]
     assert b["nope", 512] == pytest.approx(0.875) and b["nope", 128] == pytest.approx(0.5)
     assert (b.xs("lower_bound", level="series") <= b.xs("random_pi", level="series")).all()
+
+
+def _schema_keys(node: dict) -> dict:
+    """The nested key tree of a schema's object properties (scales left out)."""
+    return {k: _schema_keys(v) if "properties" in v else None for k, v in node["properties"].items() if k != "scales"}
+
+
+def _settings_keys(d: dict) -> dict:
+    return {k: _settings_keys(v) if isinstance(v, dict) else None for k, v in d.items()}
+
+
+def test_analysis_schema_types_the_draft_and_follows_the_defaults(root):
+    """The package's analysis.schema.yaml (what the paper config's `analysis:` block will be validated
+    against) accepts the draft's block, rejects a typo under a scale, and names exactly the settings the code
+    reads (so neither can drift from the other)."""
+    from pathlib import Path
+
+    from seqmix.artefacts import analysis_schema_file
+    from seqmix.config_base import ConfigError, load_yaml, validate
+    from seqmix.papers.rotations.settings import FIGURE_TINY, TINY
+
+    schema = load_yaml(analysis_schema_file("rotations"))
+    draft = yaml.safe_load((root / "docs" / "rotations-claims-draft.yaml").read_text())["analysis"]
+    validate(draft, schema, Path("draft"), "analysis")
+    draft["theory_checks"]["scales"]["cpu"]["t8"]["trails"] = 3
+    with pytest.raises(ConfigError, match=r"analysis.theory_checks.scales.cpu.t8.*'trails' was unexpected"):
+        validate(draft, schema, Path("draft"), "analysis")
+    assert _schema_keys(schema["$defs"]["theory_checks"]) == _settings_keys(TINY)
+    assert _schema_keys(schema["$defs"]["figure_e6_scaled"]) == _settings_keys(FIGURE_TINY)

@@ -4,6 +4,8 @@
 sizes (N = 10^5 samples, L up to 65,536, B = 48) belong in the paper config's ``analysis:`` block under
 ``scales: {cpu: ..., paper: ...}`` (docs/rotations-claims-draft.yaml). The grids that define a check (the
 spec's a, eps, blocks, lambdas) are the spec's at every scale: only sample counts and lengths shrink.
+A key added here must be added to analysis.schema.yaml beside this file (the config's types; a test compares
+the two key trees).
 """
 
 from __future__ import annotations
