@@ -72,7 +72,9 @@ def _solve_kernel(
             b_row = tl.sum(tl.where(sel, b_diag, 0.0), axis=0)
             s_i = tl.sum(tl.where(sel, acc, 0.0), axis=0) + tl.sum(b_row[:, None] * sol, axis=0)
             sol = tl.where(sel, s_i[None, :], sol)
-        tl.store(s_ptr + b * ss_b + ri[:, None] * ss_t + dcol[None, :] * ss_d, sol, mask=rmask[:, None] & dmask[None, :])
+        tl.store(
+            s_ptr + b * ss_b + ri[:, None] * ss_t + dcol[None, :] * ss_d, sol, mask=rmask[:, None] & dmask[None, :]
+        )
         tl.debug_barrier()  # the next tiles read these rows back, from other threads of this program
 
 
@@ -116,7 +118,9 @@ def _transposed_solve_kernel(
             b_row = tl.sum(tl.where(sel, bt_diag, 0.0), axis=0)
             x_i = tl.sum(tl.where(sel, acc, 0.0), axis=0) + tl.sum(b_row[:, None] * sol, axis=0)
             sol = tl.where(sel, x_i[None, :], sol)
-        tl.store(x_ptr + b * sx_b + ri[:, None] * sx_t + dcol[None, :] * sx_d, sol, mask=rmask[:, None] & dmask[None, :])
+        tl.store(
+            x_ptr + b * sx_b + ri[:, None] * sx_t + dcol[None, :] * sx_d, sol, mask=rmask[:, None] & dmask[None, :]
+        )
         tl.debug_barrier()
 
 
