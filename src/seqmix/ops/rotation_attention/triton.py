@@ -40,7 +40,9 @@ _CONFIGS = tuned(
 
 
 @triton.jit
-def _load_rotated(ptr, th_ptr, rows, rmask, e_col, o_col, bmask, s_t, s_d, sth_t, sth_b, jb, ROT: tl.constexpr, acc_t):
+def _load_rotated(
+    ptr, th_ptr, rows, rmask, e_col, o_col, bmask, s_t, s_d, sth_t, sth_b, jb, ROT: tl.constexpr, acc_t: tl.constexpr
+):
     """The (even, odd) halves of rows ``rows`` of a (T, d) head, rotated by R(Theta_row) when ROT."""
     m2 = rmask[:, None] & bmask[None, :]
     x1 = tl.load(ptr + rows[:, None] * s_t + e_col[None, :] * s_d, mask=m2, other=0.0).to(acc_t)
@@ -53,7 +55,7 @@ def _load_rotated(ptr, th_ptr, rows, rmask, e_col, o_col, bmask, s_t, s_d, sth_t
 
 
 @triton.jit
-def _dot(a, b, PREC: tl.constexpr, acc_t, UPCAST: tl.constexpr):
+def _dot(a, b, PREC: tl.constexpr, acc_t: tl.constexpr, UPCAST: tl.constexpr):
     """a @ b accumulated in acc_t. UPCAST: the operands (already rounded to the input dtype) enter as
     float32, which is exact; the interpreter's own bf16 tl.dot reads bf16 bits as integers (triton 3.9)."""
     if UPCAST:
