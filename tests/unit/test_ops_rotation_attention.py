@@ -105,3 +105,42 @@ def test_kernel_module_refuses_a_cpu_only_build_and_falls_back(monkeypatch, pack
     assert op.kernel_declared and "triton" not in op.backends and "CPU-only" in op.kernel_error
     with pytest.warns(RuntimeWarning, match="CPU-only"):
         assert op.backend_for(torch.zeros(1), "triton") == "reference"
+
+
+def _block_rotation(theta: torch.Tensor, d: int) -> torch.Tensor:
+    """The d x d matrix rotating block b = (b, b + d/2) by theta[b] (``half`` layout), built entry by entry."""
+    R = torch.eye(d, dtype=torch.float64)
+    for b, t in enumerate(theta.tolist()):
+        e, o = b, b + d // 2
+        R[e, e], R[e, o], R[o, e], R[o, o] = math.cos(t), -math.sin(t), math.sin(t), math.cos(t)
+    return R
+
+
+def test_reference_matches_a_token_loop_with_explicit_rotation_matrices():
+    """score_ij = q_i^T R(Theta_j - Theta_i) k_j / sqrt(d) - m (i - j), out_i = sum_j a_ij R(Phi_j - Phi_i) v_j,
+    with Theta, Phi the exclusive prefix sums of the steps: one query at a time, no rotate()."""
+    gen = torch.Generator().manual_seed(2)
+    T, d, m = 7, 4, 0.3
+    q, k, v = (torch.randn(1, 1, T, d, generator=gen, dtype=torch.float64) for _ in range(3))
+    psi, psi_v = (torch.rand(1, 1, T, d // 2, generator=gen, dtype=torch.float64) * 3 for _ in range(2))
+    theta, phi = (torch.cumsum(p[0, 0], 0) - p[0, 0] for p in (psi, psi_v))
+    out = ra_ops.rotation_attention(q, k, v, psi, psi_v, torch.tensor([m], dtype=torch.float64))
+    for i in range(T):
+        scores = torch.stack([
+            q[0, 0, i] @ _block_rotation(theta[j] - theta[i], d) @ k[0, 0, j] / math.sqrt(d) - m * (i - j)
+            for j in range(i + 1)
+        ])  # fmt: skip
+        a = torch.softmax(scores, 0)
+        expected = sum(a[j] * _block_rotation(phi[j] - phi[i], d) @ v[0, 0, j] for j in range(i + 1))
+        assert torch.allclose(out[0, 0, i], expected, atol=1e-12)
+
+
+def test_reference_names_a_bad_argument():
+    q = torch.zeros(1, 2, 5, 4)
+    with pytest.raises(ValueError, match=r"psi must have shape \(Nb or 1, H or 1, T, d/2\) = \(1 or 1, 2 or 1, 5, 2\)"):
+        ra_ops.rotation_attention(q, q, q, torch.zeros(1, 2, 5, 3))
+    with pytest.raises(ValueError, match=r"slopes must have shape \(H,\) = \(2,\)"):
+        ra_ops.rotation_attention(q, q, q, slopes=torch.zeros(3))
+    with pytest.raises(ValueError, match="layout must be 'half' or 'interleaved'"):
+        ra_ops.rotation_attention(q, q, q, layout="split")
+    assert ra_ops.rotation_attention(*(torch.zeros(1, 2, 0, 4) for _ in range(3))).shape == (1, 2, 0, 4)
