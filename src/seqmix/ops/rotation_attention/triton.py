@@ -11,7 +11,9 @@ log-sum-exp), not a Triton kernel; the rotations' gradients (q, k, v and the ang
 autograd through the O(T d) rotations only.
 
 Accumulation is float32 (float64 for float64 inputs); the products run in the inputs' dtype (bf16 tensor
-cores for bf16; full-precision fp32 for fp32).
+cores for bf16; full-precision fp32 for fp32). The output is written in the accumulation dtype and kept for
+the backward (its row sums delta and the value rotation's angle gradient: a bf16 copy there doubled the
+angle gradients' error in the interpreter checks); the caller gets it cast to the inputs' dtype.
 """
 
 from __future__ import annotations
@@ -134,10 +136,10 @@ def _angle_args(theta, shape, dummy):
 
 
 def _forward(q, k, v, theta, theta_v, slopes, scale: float, layout: str):
-    """o (Nb, H, T, d) in q's dtype and the log-sum-exp (Nb, H, T) in the accumulation dtype."""
+    """o (Nb, H, T, d) and the log-sum-exp (Nb, H, T), both in the accumulation dtype."""
     Nb, H, T, d = q.shape
     acc64 = q.dtype == torch.float64
-    o = torch.empty_like(q)
+    o = torch.empty_like(q, dtype=torch.float64 if acc64 else torch.float32)
     lse = torch.empty((Nb, H, T), dtype=torch.float64 if acc64 else torch.float32, device=q.device)
     if o.numel() == 0:
         return o, lse
@@ -162,7 +164,7 @@ class _RotationAttention(torch.autograd.Function):
         o, lse = _forward(q, k, v, theta, theta_v, slopes, scale, layout)
         ctx.save_for_backward(q, k, v, theta, theta_v, slopes, o, lse)
         ctx.scale, ctx.layout = scale, layout
-        return o
+        return o.to(q.dtype)
 
     @staticmethod
     def backward(ctx, grad_o):
