@@ -166,3 +166,10 @@ def test_rotation_attention_kernel_rope_steps_equal_rope():
     exact = rotary.rotate(torch.nn.functional.scaled_dot_product_attention(qr, kr, vr, is_causal=True), cos, sin,
                           inverse=True)  # fmt: skip
     assert rel_rmse(out, exact) <= TOL[F32]
+
+
+def test_interpreter_tries_one_autotune_config_per_kernel():
+    """Each extra config would rerun a whole kernel on the CPU; on a GPU every config is tried."""
+    kernels = (fs_kernel._solve_kernel, fs_kernel._transposed_solve_kernel, fs_kernel._routing_grad_kernel)
+    for kernel in (*kernels, ra_kernel._forward_kernel):
+        assert len(kernel.configs) == 1
