@@ -173,3 +173,29 @@ def test_interpreter_tries_one_autotune_config_per_kernel():
     kernels = (fs_kernel._solve_kernel, fs_kernel._transposed_solve_kernel, fs_kernel._routing_grad_kernel)
     for kernel in (*kernels, ra_kernel._forward_kernel):
         assert len(kernel.configs) == 1
+
+
+def test_feedback_solve_kernel_never_materialises_the_routing_matrix():
+    """Forward + backward compute no T x T tensor of their own but grad_alpha (the reference builds B, its
+    negation, its transpose and the gradient products: a dozen). The interpreter's own argument copies
+    (set_/copy_/detach) are not the kernel's and are left out."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    T = 17
+
+    class SquareTensors(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            interpreter_copy = func.__name__.startswith(("set_", "copy_", "detach"))
+            if isinstance(out, torch.Tensor) and out.numel() >= T * T and not interpreter_copy:
+                self.ops.append(func.__name__)
+            return out
+
+    f, gamma, alpha = (t.requires_grad_() for t in feedback_inputs(1, T, 4, (F32, F32, F32)))
+    with SquareTensors() as seen:
+        fs_kernel.feedback_solve(f, gamma, alpha).sum().backward()
+    assert seen.ops == ["empty_like.default"], seen.ops
