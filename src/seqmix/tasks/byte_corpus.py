@@ -1,10 +1,10 @@
-"""Byte-level language-model corpora for B2S6 E9 (spec §7): installed text, a procedural language, SlimPajama.
+"""Byte-level language-model corpora for B2S6 E9 (b2s6 spec §7): installed text, a procedural language, SlimPajama.
 
 Every corpus is ``{"train", "val", "test"}``: (n,) uint8 byte streams (vocabulary 256), documents joined by
 the byte ``DOC_SEP`` (0, which no text file here contains), plus ``data_source`` and ``{split}/documents``.
 
 - ``installed_corpus``: the text files of ``text_sources.find_text_files`` (the CPython standard library's
-  sources first), each file assigned to train/val/test 98/1/1 by the sha256 of "corpus/folder/name" (spec §7),
+  sources first), each file assigned to train/val/test 98/1/1 by the sha256 of "corpus/folder/name" (b2s6 spec §7),
   so that a file never straddles two splits. ``max_bytes`` caps the train stream (val and test are capped at
   ``max_bytes // 50`` each) for tiny and CPU scales; the files are taken in a seeded order.
 - ``procedural_corpus``: documents of the seeded Zipf language (``text_sources.ZipfLanguage``), each opened by a

@@ -1,4 +1,4 @@
-"""Byte-level language modelling for B2S6 E9 (spec §7): next-byte prediction on a ``byte_corpus`` stream.
+"""Byte-level language modelling for B2S6 E9 (b2s6 spec §7): next-byte prediction on a ``byte_corpus`` stream.
 
 ``source``: ``auto`` (installed text, else the procedural language), ``installed``, ``procedural`` or
 ``slimpajama`` (a local copy in ``data_dir``). Each split's byte stream is cut into non-overlapping segments of

@@ -2,7 +2,7 @@
 (Pathfinder, and Path-X with ``resolution: 128``), on ``lra_tasks.ClassificationSet``.
 
 ``lra_image`` ``source``: ``auto`` (Fashion-MNIST when its idx files are found, else scikit-learn digits: the
-offline substitutes of spec §7), ``digits``, ``fashion-mnist`` or ``cifar10`` (the python-pickle batches in
+offline substitutes of b2s6 spec §7), ``digits``, ``fashion-mnist`` or ``cifar10`` (the python-pickle batches in
 ``data_dir``); ``channels`` 1 (grayscale, the spec's sCIFAR and LRA Image) or 3 (CIFAR colour);
 ``image_size`` resizes bilinearly (digits 8x8 -> 16 or 32 for L = 256 or 1024). ``lra_pathfinder``
 ``source``: ``generated`` (our procedural generator) or ``lra`` (a ``curv_*`` folder of the LRA release in

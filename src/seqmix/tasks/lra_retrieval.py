@@ -9,7 +9,7 @@ Substitute (``generate_pairs``): two documents per example, label 1 when they co
   permutation, so validation and test pairs come from files never seen in training. A positive pair is two
   non-overlapping chunks of one file, a negative pair one chunk each of two different files.
 - Procedural fallback: a source is one of ``n_templates`` latent templates of the Zipf language (each
-  re-weights the word frequencies); label 1 when both documents come from the same template (spec §7).
+  re-weights the word frequencies); label 1 when both documents come from the same template (b2s6 spec §7).
 ``{split}/sources`` (N, 2) records each document's source, so ``label == (sources equal)`` is checkable.
 
 Every split is ``{split}/x`` (N, 2, max_len) int16, ``{split}/lengths`` (N, 2), ``{split}/y`` (N,).

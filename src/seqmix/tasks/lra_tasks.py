@@ -9,7 +9,7 @@ also holds a fingerprint of the files read (names and sizes), so a changed direc
 
 Batches: token tasks give (B, L) int64 ids (PAD 0; right-padded, or left-padded with ``pad_side: left`` for
 ``last`` pooling), retrieval (B, 2, L) int64 (a two-document model is needed), pixel tasks (B, L, C) float
-pixels scaled to [0, 1] and standardised by the train split's mean and std (spec §5 item 17). Targets: (B,).
+pixels scaled to [0, 1] and standardised by the train split's mean and std (b2s6 spec §5 item 17). Targets: (B,).
 """
 
 from __future__ import annotations

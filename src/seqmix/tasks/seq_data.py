@@ -90,7 +90,7 @@ def balanced_labels(n: int, n_classes: int, rng: random.Random, where: str) -> l
 
 
 def file_hash_split(name: str, fractions: tuple[float, float] = (0.98, 0.01)) -> str:
-    """'train', 'val' or 'test' by the sha256 of a document's name (spec §7: split 98/1/1 by file hash)."""
+    """'train', 'val' or 'test' by the sha256 of a document's name (b2s6 spec §7: split 98/1/1 by file hash)."""
     u = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big") / 2.0**64
     if u < fractions[0]:
         return "train"

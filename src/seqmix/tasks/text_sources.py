@@ -1,4 +1,4 @@
-"""Text already on the machine, and a seeded procedural language, for the byte-level B2S6 substitutes (spec §7).
+"""Text already on the machine, and a seeded procedural language, for the byte-level B2S6 substitutes (b2s6 spec §7).
 
 ``find_text_files(roots)`` lists the files of the installed corpora that exist here, in a fixed order:
 

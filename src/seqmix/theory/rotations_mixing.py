@@ -39,12 +39,12 @@ def mixing_window(beta: float | np.ndarray, eps: float) -> np.ndarray:
 
 
 def rope_frequencies(d_head: int) -> np.ndarray:
-    """f_b = 10000^(-2b/d_h), b = 0..d_h/2 - 1 (spec §2.0)."""
+    """f_b = 10000^(-2b/d_h), b = 0..d_h/2 - 1 (rotations spec §2.0)."""
     return 10000.0 ** (-2.0 * np.arange(d_head // 2) / d_head)
 
 
 def block_betas(d_head: int) -> np.ndarray:
-    """beta_b = sin(f_b) / f_b of the random variant's U(-f_b, f_b) steps (spec §2.3, M3/M4)."""
+    """beta_b = sin(f_b) / f_b of the random variant's U(-f_b, f_b) steps (rotations spec §2.3, M3/M4)."""
     f = rope_frequencies(d_head)
     return np.sin(f) / f
 
@@ -55,7 +55,7 @@ def mixed_blocks(d_head: int, eps: float, length: int) -> int:
 
 
 def expected_matched_score(d_head: int, n: int) -> float:
-    """E S_n = (1/B) sum_b beta_b^n for the random variant (spec §4 T1)."""
+    """E S_n = (1/B) sum_b beta_b^n for the random variant (rotations spec §4 T1)."""
     return float(np.mean(block_betas(d_head) ** n))
 
 

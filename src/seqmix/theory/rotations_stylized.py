@@ -1,8 +1,8 @@
-"""E6 of the rotations spec: the stylized attention model (spec §2.5) simulated, float64 numpy.
+"""E6 of the rotations spec: the stylized attention model (rotations spec §2.5) simulated, float64 numpy.
 
 One query at route length k = 0 (its own position, S = 1) attends over k = 0..L-1 with logits lam S_k,
 S_k = (1/B) sum_b cos Theta_{k,b} (the matched-score idealization, eq. 16); near = k < w, far = k >= w.
-Transports (spec E6): ``nope`` (Theta = 0), ``rope`` (Theta_{k,b} = k f_b), ``random_fb`` (a walk of
+Transports (rotations spec E6): ``nope`` (Theta = 0), ``rope`` (Theta_{k,b} = k f_b), ``random_fb`` (a walk of
 U(-f_b, f_b) steps, the experimental M3/M4 law) and ``random_pi`` (a walk of U(-pi, pi) steps, beta = 0).
 Measured: the far mass rho_D = sum_{k >= w} alpha_k and the per-block far transport
 max_b |t_b| = max_b |sum_{k >= w} alpha_k e^{i Theta_{k,b}}|, averaged over draws; beside them the far-mass
