@@ -74,6 +74,20 @@ def test_outputs_and_every_gradient_match_the_reference(kind, disc, G, bias, Nb,
         assert rel_err(g, grads_ref[name]) <= 1e-10, (name, rel_err(g, grads_ref[name]))
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_tiny_steps_use_the_series_branch_of_phi1_in_both(kind):
+    """Steps Delta down to 1e-9, where phi1 (and so its derivative) is taken from its series in the
+    reference: the lean backward's hand-written phi1' must follow it."""
+    args = scan_args(kind, L=12)
+    exponent = torch.randint(0, 10, args["delta"].shape, generator=torch.Generator().manual_seed(3))
+    args["delta"] = args["delta"] * 10.0 ** (-exponent.double())
+    (y, _), grads = run_with_grads(lean.selective_scan, args, "zoh", 5)
+    (y_ref, _), grads_ref = run_with_grads(reference.selective_scan, args, "zoh", 5)
+    assert rel_err(y, y_ref) <= 1e-10
+    for name, g in grads.items():
+        assert rel_err(g, grads_ref[name]) <= 1e-10, name
+
+
 @pytest.mark.parametrize("chunk", [1, 3, 50])
 def test_chunk_sizes_and_float32(chunk):
     """chunk = 1 (a state kept per step), a chunk longer than the sequence, and float32 (the training dtype:

@@ -11,17 +11,18 @@ and works one chunk at a time, so that nothing of size (Nb, L, d, n) is ever all
 
 forward   per chunk: discretise (a = exp(Delta A), v = Bbar u: (T, Nb, d, n)), run x_t = a_t x_{t-1} + v_t
           from the chunk's first state, read out y_t = Re(sum_n C_t x_t).
-backward  per chunk, last to first: recompute the chunk's discretisation (with autograd, on the chunk only)
-          and its states from the saved first state, run the adjoint recurrence
-          lambda_t = gy_t conj(C_t) + conj(a_{t+1}) lambda_{t+1} backwards through the chunk, and hand
-          dL/da_t = lambda_t conj(x_{t-1}) and dL/dv_t = lambda_t to the discretisation's autograd graph,
-          which turns them into gradients for u, Delta, A, B and B_bias. dL/dC and dL/dD are closed forms.
+backward  per chunk, last to first: recompute the chunk's discretisation and its states from the saved first
+          state, run the adjoint recurrence lambda_t = gy_t conj(C_t) + conj(a_{t+1}) lambda_{t+1} backwards
+          through the chunk, and turn dL/da_t = lambda_t conj(x_{t-1}) and dL/dv_t = lambda_t into gradients
+          for u, Delta, A, B and B_bias by the discretisation's hand-written chain rule
+          (lean_discretise.py). dL/dC and dL/dD are closed forms. No autograd graph is built.
 
-Memory: O(Nb d n (L/T + c T)) with c about 20 (the chunk's discretisation graph) instead of O(46 Nb L d n).
-Python steps: 3 L small in-place (Nb, d, n) updates (forward, recomputation, adjoint) where the reference
-takes about 2 sqrt(L) full-sized ones; each is 1-4 fused multiply-adds on contiguous time-major slabs
-(lean_steps.py). The discretisation code is the reference's own (``reference._discretise``), so the two
-cannot drift apart. Not twice differentiable (``once_differentiable``): nothing in seqmix needs it.
+Memory: O(Nb d n (L/T + c T)) with c about 15 (one chunk's discretisation and states) instead of about
+40 Nb L d n. Python steps: 3 L small in-place (Nb, d, n) updates (forward, recomputation, adjoint) where
+the reference takes about 2 sqrt(L) full-sized ones; each is 1-4 fused multiply-adds on contiguous time-major
+slabs (lean_steps.py). The discretisation follows the reference's order of operations with its helpers
+(``_phi1``, ``_exp``, ``_mul``); tests/unit/test_selective_scan_lean.py holds the two to 1e-10 in outputs and
+every gradient. Not twice differentiable (``once_differentiable``): nothing in seqmix needs it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from torch.autograd.function import once_differentiable
 
 from ..checks import positive_int
 from . import reference
+from .lean_discretise import backward as discretisation_backward
+from .lean_discretise import coefficients
 from .lean_steps import (
     adjoint_in_place,
     grad_of_a,
@@ -40,20 +43,11 @@ from .lean_steps import (
     scan_in_place,
     time_major,
 )
-from .reference import _checked, _default_chunk, _discretise, _exp, _pair
+from .reference import _checked, _default_chunk, _pair
 
 
 def _is_complex(*ts) -> bool:
     return any(t is not None and t.is_complex() for t in ts)
-
-
-def _coefficients(chunk_inputs: tuple, A, B_bias, disc: str, groups: int, cplx: bool):
-    """(a, v) of one chunk as pairs (T, Nb, d, n); v gets a zero imaginary part when the scan is complex."""
-    u_c, dl_c, B_c = chunk_inputs
-    dA, v = _discretise(u_c, dl_c, A, B_c, B_bias, disc, groups)
-    if cplx and v[1] is None:
-        v = (v[0], torch.zeros_like(v[0]))
-    return _exp(dA), v
 
 
 class _LeanScan(torch.autograd.Function):
@@ -75,7 +69,8 @@ class _LeanScan(torch.autograd.Function):
         Cp = _pair(C)
         for c, c0 in enumerate(starts):
             c1 = min(L, c0 + T)
-            a, x = _coefficients(tuple(time_major(t, c0, c1) for t in (u, delta, B)), A, B_bias, disc, groups, cplx)
+            u_c, dl_c, B_c = (time_major(t, c0, c1) for t in (u, delta, B))
+            a, x, _ = coefficients(u_c, dl_c, A, B_c, B_bias, disc, groups, cplx)
             scan_in_place(a, x, (first[0][c], None if first[1] is None else first[1][c]))
             y[c0:c1] = readout(x, tuple(time_major(t, c0, c1) for t in Cp), groups)
             last = [x[0][-1], None if x[1] is None else x[1][-1]]
@@ -116,31 +111,32 @@ def _backward_chunks(ctx, gy, mu, needs: dict) -> dict:
     u, delta, A, B, C, B_bias, D, x0, first_r, first_i = ctx.saved_tensors
     disc, T, groups = ctx.cfg
     cplx, (Nb, L, _), n = ctx.cplx, u.shape, A.shape[-1]
-    seq = {"u": u, "delta": delta, "B": B}  # per-step inputs of the discretisation
-    const = {"A": A, "B_bias": B_bias}  # the same for every step
-    graph_needed = any(needs[k] for k in (*seq, *const))
-    out_tm = {k: t.new_zeros((L, Nb, *t.shape[2:])) for k, t in (*seq.items(), ("C", C)) if needs[k]}
-    out_const = {k: None for k in const if needs[k]}
+    per_step = {"u": u, "delta": delta, "B": B, "C": C}
+    out_tm = {k: t.new_zeros((L, Nb, *t.shape[2:])) for k, t in per_step.items() if needs[k]}
+    out_const = {k: None for k in ("A", "B_bias") if needs[k]}
+    discretisation_needed = any(needs[k] for k in ("u", "delta", "A", "B", "B_bias"))
     Cp = _pair(C)
     for c in reversed(range(len(ctx.starts))):
         c0 = ctx.starts[c]
         c1 = min(L, c0 + T)
-        leaves = {k: time_major(t, c0, c1).requires_grad_(needs[k]) for k, t in seq.items()}
-        leaves.update({k: t.detach().requires_grad_(needs[k]) for k, t in const.items() if t is not None})
-        with torch.set_grad_enabled(graph_needed):
-            a, v = _coefficients(
-                (leaves["u"], leaves["delta"], leaves["B"]), leaves["A"], leaves.get("B_bias"), disc, groups, cplx
-            )
-        a_det = tuple(None if t is None else t.detach() for t in a)
-        states, prev = _chunk_states(a_det, v, (first_r[c], None if first_i is None else first_i[c]))
+        u_c, dl_c, B_c = (time_major(t, c0, c1) for t in (u, delta, B))
+        a, v, keep = coefficients(u_c, dl_c, A, B_c, B_bias, disc, groups, cplx)
+        states, prev = _chunk_states(a, v, (first_r[c], None if first_i is None else first_i[c]))
         gy_c = time_major(gy, c0, c1)
         if needs["C"]:
             gC = readout_grad_C(gy_c, states, groups)
             out_tm["C"][c0:c1] = gC[0] if Cp[1] is None else torch.complex(gC[0], _or_zeros(gC[1], gC[0]))
         lam = readout_adjoint(gy_c, tuple(time_major(t, c0, c1) for t in Cp), groups, n, cplx)
-        mu = adjoint_in_place(a_det, lam, mu)
-        if graph_needed:
-            _discretisation_grads(a, v, lam, prev, leaves, needs, out_tm, out_const, c0, c1)
+        mu = adjoint_in_place(a, lam, mu)
+        if not discretisation_needed:
+            continue
+        ga = grad_of_a(lam, prev, a[1] is not None)
+        got = discretisation_backward(ga, lam, a, keep, u_c, dl_c, A, B_c, B_bias, needs)
+        for k, g in got.items():
+            if k in out_tm:
+                out_tm[k][c0:c1] = g
+            else:
+                out_const[k] = g if out_const[k] is None else out_const[k] + g
     grads = {k: t.transpose(0, 1) for k, t in out_tm.items()}
     grads.update(out_const)
     grads["x0"] = mu
@@ -166,26 +162,6 @@ def _chunk_states(a: tuple, v: tuple, s0: tuple) -> tuple[tuple, tuple]:
     prev = tuple(None if p is None else p[:-1] for p in parts)
     scan_in_place(a, cur, tuple(None if p is None else p[0] for p in parts))
     return cur, prev
-
-
-def _discretisation_grads(a, v, lam, prev, leaves, needs, out_tm, out_const, c0, c1) -> None:
-    """Back-propagate dL/da = lambda conj(x_{t-1}) and dL/dv = lambda through one chunk's discretisation
-    graph into the chunk's slices of the per-step gradients and the running sums of the constant ones."""
-    ga = grad_of_a(lam, prev, a[1] is not None)
-    outputs, seeds = [], []
-    for out, seed in ((a[0], ga[0]), (a[1], ga[1]), (v[0], lam[0]), (v[1], lam[1])):
-        if out is not None and out.requires_grad:
-            outputs.append(out)
-            seeds.append(seed)
-    names = [k for k, t in leaves.items() if needs[k] and t is not None]
-    got = torch.autograd.grad(outputs, [leaves[k] for k in names], seeds, allow_unused=True)
-    for k, g in zip(names, got):
-        if g is None:
-            continue
-        if k in out_tm:
-            out_tm[k][c0:c1] = g
-        else:
-            out_const[k] = g if out_const[k] is None else out_const[k] + g
 
 
 def selective_scan(
