@@ -187,7 +187,7 @@ def report(rows: list[dict], threads: int, reps: int, wall: float, command: str)
         f"Forward + backward of y.square().mean(), batch {BATCH}, d = {D}, n = {N}, float32. b2s6: complex A, "
         f"complex B in G = {GROUPS} groups, real C, complex B_bias, ZOH; s6: real A, real B and C (G = 1), ZOH. "
         f"Time: median of {reps} runs after a warm-up, wall clock and CPU time of the process (with one thread, "
-        "CPU time is what an unloaded machine's wall time would be); peak: rise of the peak resident set (fresh "
+        "CPU time is close to the wall time of an idle machine); peak: rise of the peak resident set (fresh "
         "process each); "
         "saved: tensors of at least the (batch, L, d, n) size kept for the backward pass.",
         "",
