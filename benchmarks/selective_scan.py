@@ -3,12 +3,12 @@
 Forward + backward of one scan at the b2s6 spec's CPU-scale shapes (§6: batch 8, d = 64, n = 16, L = 256 and
 1024; float32, the training dtype), for two units:
 
-- ``b2s6``: complex A (n,), complex B with G = 8 groups, real C, complex B_bias (d, n), ZOH (spec §2.3);
-- ``s6``: real A (n,), real B and C shared by all channels (G = 1), ZOH (spec §2.2).
+- ``b2s6``: complex A (n,), complex B with G = 8 groups, real C, complex B_bias (d, n), ZOH (b2s6 spec §2.3);
+- ``s6``: real A (n,), real B and C shared by all channels (G = 1), ZOH (b2s6 spec §2.2).
 
 Implementations: ``lean`` (ops/selective_scan/lean.py, the CPU default), ``reference`` (reference.py: autograd
 through the chunked scan) and ``token loop`` (``selective_scan_step`` once per token, vectorised over batch,
-channels and state, autograd for its backward: the spec's tier-1 loop, §2.8). The float64 oracle of
+channels and state, autograd for its backward: b2s6 spec §2.8, tier 1). The float64 oracle of
 tests/theory/oracles.py also loops over channels and writes its states in place, so it has no backward and
 is not timed here.
 
