@@ -85,10 +85,10 @@ class Op:
 
     def backend_on(self, device: torch.device | str) -> str:
         """The backend an automatic call on ``device`` runs (no warning, no error)."""
-        on_cuda = torch.device(device).type == "cuda"
-        if on_cuda and "triton" in self.backends:
+        kind = torch.device(device).type
+        if kind == "cuda" and "triton" in self.backends:
             return "triton"
-        return "lean" if not on_cuda and "lean" in self.backends else "reference"
+        return "lean" if kind == "cpu" and "lean" in self.backends else "reference"
 
     def backend_for(self, tensor: torch.Tensor, requested: str | None = None) -> str:
         """Name of the backend to run on ``tensor``'s device; see the module docstring."""
