@@ -61,6 +61,25 @@ def _dphi1(z: Pair, a: Pair, phi: Pair) -> Pair:
     return torch.where(small, 0.5 + zr / 3, re), torch.where(small, zi / 3, im)
 
 
+def _exp_phi1(z: Pair, zoh: bool) -> tuple[Pair, Pair | None]:
+    """(e^z, phi1(z)) for complex z, computing cos, sin and exp once for both. Where ``reference._phi1`` does
+    not use its series, its factors cos(b) and e^a sin(b) are exactly those of e^z, so the values are the
+    reference's; elsewhere its series is used, as there."""
+    zr, zi = z
+    er, c, s = torch.exp(zr), torch.cos(zi), torch.sin(zi)
+    a = (er * c, er * s)
+    if not zoh:
+        return a, None
+    small = (zr * zr + zi * zi) < 1e-8
+    zrs, zis = torch.where(small, torch.ones_like(zr), zr), torch.where(small, torch.zeros_like(zi), zi)
+    num_re = torch.expm1(zrs) * c - 2 * torch.sin(zis / 2) ** 2
+    num_im = a[1]
+    den = zrs * zrs + zis * zis
+    re = torch.where(small, 1 + zr / 2 + (zr * zr - zi * zi) / 6, (num_re * zrs + num_im * zis) / den)
+    im = torch.where(small, zi / 2 + zr * zi / 3, (num_im * zrs - num_re * zis) / den)
+    return a, (re, im)
+
+
 def coefficients(u, delta, A, B, B_bias, disc: str, groups: int, cplx: bool):
     """(a, v, keep) of one chunk: u, delta (T, Nb, d); A (d, n) or (n,); B (T, Nb, G, n); B_bias (d, n) or
     None. a, v: pairs (T, Nb, d, n), v with a zero imaginary part when the scan is complex but v is real;
@@ -69,7 +88,10 @@ def coefficients(u, delta, A, B, B_bias, disc: str, groups: int, cplx: bool):
     n = A.shape[-1]
     dl = delta.unsqueeze(-1)
     z = _mul((dl, None), _pair(A))
-    a = _exp(z)
+    if z[1] is None:
+        a, phi = _exp(z), (_phi1(z) if disc == "zoh" else None)
+    else:
+        a, phi = _exp_phi1(z, disc == "zoh")
     Bin = tuple(
         None if t is None else t.unsqueeze(3).expand(T, Nb, groups, d // groups, n).reshape(T, Nb, d, n)
         for t in _pair(B)
@@ -77,11 +99,10 @@ def coefficients(u, delta, A, B, B_bias, disc: str, groups: int, cplx: bool):
     if B_bias is not None:
         Bin = _add(Bin, _pair(B_bias))
     if disc == "zoh":
-        phi = _phi1(z)
         Q = _mul((dl, None), phi)
         S = _mul(Q, Bin)
     else:
-        phi = Q = None
+        Q = None
         S = _mul((dl, None), Bin)
     v = _mul(S, (u.unsqueeze(-1), None))
     keep = (z, phi, Q, Bin, S, v[1] is None)
