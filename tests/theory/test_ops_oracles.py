@@ -58,6 +58,7 @@ def scan_inputs(Nb=2, L=11, d=4, n=3, G=2, complex_=False, bias=False, seed=0, d
     return [cast(t) for t in (u, delta, A, B, C, Bb, D)]
 
 
+@pytest.mark.parametrize("backend", ["reference", "lean"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "complex_,bias,disc,G,chunk",
@@ -69,9 +70,11 @@ def scan_inputs(Nb=2, L=11, d=4, n=3, G=2, complex_=False, bias=False, seed=0, d
         (False, True, "euler", 1, 1),
     ],
 )
-def test_selective_scan_matches_loop(dtype, complex_, bias, disc, G, chunk):
+def test_selective_scan_matches_loop(backend, dtype, complex_, bias, disc, G, chunk):
     u, delta, A, B, C, Bb, D = scan_inputs(G=G, complex_=complex_, bias=bias, dtype=dtype)
-    y, last = ss.selective_scan(u, delta, A, B, C, B_bias=Bb, D=D, disc=disc, chunk=chunk, return_state=True)
+    y, last = ss.selective_scan(
+        u, delta, A, B, C, B_bias=Bb, D=D, disc=disc, chunk=chunk, return_state=True, backend=backend
+    )
     y_ref, x_ref = selective_scan_loop(u, delta, A, B, C, Bb, D, disc)
     assert y.dtype == dtype
     assert rel_err(y, y_ref) <= TOL[dtype]
@@ -241,7 +244,10 @@ def test_fft_convolution_matches_loop(dtype):
 
 def test_backend_choice_is_explicit():
     x = torch.zeros(1, 2, 3)
-    assert ss.backend_for(x) == "reference"
+    assert ss.backend_for(x) == "lean" and ss.backend_for(x, "reference") == "reference"  # lean: CPU default
+    assert fs.backend_for(x) == "reference"  # an op without a lean backend
+    with pytest.raises(ValueError, match="no 'lean' backend"):
+        fs.backend_for(x, "lean")
     with pytest.raises(ValueError, match="no 'triton' backend"):
         ss.backend_for(x, "triton")
     with pytest.raises(ValueError, match="backend must be one of"):

@@ -145,12 +145,16 @@ def test_wrong_width_raises(name):
         m(torch.randn(1, T, D + 2, dtype=torch.float64))
 
 
+SCAN_MIXERS = {"s6", "b2s6", "b2s6_real", "b2s6_nobias", "mamba"}  # selective scan: the lean backend on CPU
+
+
 @pytest.mark.parametrize("name", MINE)
 def test_backend_is_reported(name):
     m = make(name)
     run(m, torch.randn(1, T, D, dtype=torch.float64))
-    assert m.backend == "reference"
-    assert set(backend_report(torch.nn.Sequential(m)).values()) == {"reference"}
+    expected = "lean" if name in SCAN_MIXERS else "reference"
+    assert m.backend == expected
+    assert set(backend_report(torch.nn.Sequential(m)).values()) == {expected}
 
 
 @pytest.mark.parametrize(

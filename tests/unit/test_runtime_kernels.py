@@ -60,6 +60,28 @@ def test_a_kernel_that_imports_is_registered_and_chosen_for_cuda_only(tmp_path):
         assert op.backend_for(x, "triton") == "reference"
 
 
+def test_a_lean_backend_is_the_cpu_default_and_the_kernel_fallback_on_cpu(tmp_path):
+    """Guards issue 14: an op registered with ``lean=`` runs it automatically on CPU (and says so), keeps the
+    reference selectable, and a kernel that cannot run on CPU falls back to the lean backend."""
+
+    def lean(x):
+        return x + 2
+
+    op = Op("double", make_package(tmp_path, "leankernel", "def double(x):\n    return x * 2\n"), reference, lean=lean)
+    assert set(op.backends) == {"reference", "lean", "triton"}
+    x = torch.zeros(2)
+    assert op.backend_on("cpu") == "lean" and op.backend_on("cuda") == "triton"
+    assert op.backend_for(x) == "lean" and torch.equal(op(x, None, x), x + 2)
+    assert op.backend_for(x, "reference") == "reference" and torch.equal(op(x, "reference", x), x + 1)
+    assert op.backend_for(x, "lean") == "lean"
+    with pytest.warns(RuntimeWarning, match="needs CUDA.*running the lean backend"):
+        assert op.backend_for(x, "triton") == "lean"
+    plain = Op("double", make_package(tmp_path, "nolean", None), reference)
+    assert plain.backend_on("cpu") == "reference"
+    with pytest.raises(ValueError, match="no 'lean' backend"):
+        plain.backend_for(x, "lean")
+
+
 def test_a_kernel_that_fails_to_import_warns_or_raises_when_strict(tmp_path, monkeypatch):
     op = Op("double", make_package(tmp_path, "badkernel", "import not_a_module_xyz\n"), reference)
     assert op.kernel_declared and "triton" not in op.backends and "ModuleNotFoundError" in op.kernel_error
@@ -92,11 +114,13 @@ def test_mixer_backend_follows_its_device_and_ops(tmp_path, monkeypatch):
     assert unit.backend == "reference"
     monkeypatch.setattr(dispatch, "module_device", lambda m: torch.device("cuda"))
     assert unit.backend == "triton"  # what it would run once on a GPU
-    # the real mixers: no kernels are installed, so the reference on every device, per mode
+    # the real mixers: no kernels are installed, so the reference on CUDA, per mode
     assert S6(4, d_state=2).backend == "reference"
     assert S4D(4, d_state=2).backend == S4D(4, d_state=2, mode="recurrent").backend == "reference"
     monkeypatch.undo()
+    # on CPU the selective scan runs its lean backend; S4D's convolution mode calls no scan
+    assert S4D(4, d_state=2).backend == "reference" and S4D(4, d_state=2, mode="recurrent").backend == "lean"
     s6 = S6(4, d_state=2)
     before = s6.backend
     s6(torch.randn(1, 3, 4))
-    assert s6.backend == before == "reference"  # a property, not state that forward sets
+    assert s6.backend == before == "lean"  # a property, not state that forward sets

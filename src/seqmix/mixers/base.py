@@ -9,8 +9,8 @@ channels takes ``d_model`` = d_in and ``d_out`` as an option.
 Forward: causal mixers map x: (B, L, d_model) -> (B, L, d_model) and output t depends on inputs 0..t only.
 Mixers with a recurrent form also offer ``init_state(batch) -> state`` and ``step(x_t, state) -> (y_t, state)``
 with x_t: (B, d_model); stepping through a sequence equals the parallel forward.
-``backend``: which implementation of the mixer's op ran ("reference" here; a Triton kernel may report
-"triton"); ``seqmix.ops.backends.backend_report`` collects it per layer.
+``backend``: which implementation of the mixer's op ran ("reference" here; the selective-scan units report
+"lean" on CPU, a Triton kernel "triton"); ``seqmix.ops.backends.backend_report`` collects it per layer.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Which backend (torch reference or a Triton kernel) each layer ran: recorded as an MLflow tag."""
+"""Which backend (torch reference, lean torch backend or Triton kernel) each layer ran: an MLflow tag."""
 
 from __future__ import annotations
 

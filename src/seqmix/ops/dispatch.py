@@ -1,17 +1,22 @@
 """One dispatcher for every op package (ops/<op>/__init__.py): which backend runs a call.
 
-Each op has a ``reference`` backend (pure torch, CPU-capable, the oracle). A Triton kernel lives beside it as
-``ops/<op>/triton.py`` exposing a function with the op's name; the kernel is *declared* when that file
-exists and *registered* when it imports (triton installed, a CUDA build of torch).
+Each op has a ``reference`` backend (pure torch, CPU-capable, the oracle). An op may also register a ``lean``
+backend (``Op(..., lean=fn)``): pure torch too, the same results to rounding, with a hand-written backward that
+keeps less memory (e.g. ``ops/selective_scan/lean.py``); it is the automatic choice on CPU. A Triton kernel
+lives beside it as ``ops/<op>/triton.py`` exposing a function with the op's name; the kernel is *declared*
+when that file exists and *registered* when it imports (triton installed, a CUDA build of torch).
 
 Choice for one call (``Op.backend_for``):
-- ``requested`` None (automatic): the kernel on CUDA tensors when registered, else the reference. A kernel
-  that is declared but did not import counts as a fallback (see below).
-- ``requested`` "reference": always honoured.
+- ``requested`` None (automatic): the kernel on CUDA tensors when registered; else the lean backend on CPU
+  tensors when the op has one; else the reference. A kernel that is declared but did not import counts as a
+  fallback (see below).
+- ``requested`` "reference": always honoured; "lean": honoured on any device when the op has one, a
+  ValueError otherwise.
 - ``requested`` "triton": the kernel when registered and the tensors are on CUDA; when the op has no kernel
   at all it is a ValueError (a typo-class mistake, not a fallback); otherwise it is a fallback.
 
-A fallback runs the reference and warns once per (op, reason), unless strict kernels are on
+A fallback runs what an automatic call would run there (lean or reference) and warns once per (op, reason),
+unless strict kernels are on
 (``kernels: strict`` in config/config.yaml, applied by the runtime, or SEQMIX_STRICT_KERNELS=1), where it
 raises ``KernelFallbackError``. ``backend_on(device)`` says, without warning, which backend a call on that
 device would use: mixers derive their ``backend`` property from it (``BackendOf``).
@@ -35,7 +40,7 @@ import torch
 
 log = logging.getLogger("seqmix.ops")
 
-BACKEND_NAMES = ("reference", "triton")
+BACKEND_NAMES = ("reference", "lean", "triton")
 _STRICT: bool | None = None  # set by the runtime; None = read SEQMIX_STRICT_KERNELS
 
 
@@ -59,12 +64,14 @@ class Op:
     """The backends of one op and the choice between them.
 
     ``Op("ssd", "seqmix.ops.ssd", reference.ssd_chunked)`` registers the reference and, when the package has a
-    ``triton.py`` that imports, its function named like the op ("ssd").
+    ``triton.py`` that imports, its function named like the op ("ssd"); ``lean=fn`` registers a lean backend.
     """
 
-    def __init__(self, name: str, package: str, reference: Callable):
+    def __init__(self, name: str, package: str, reference: Callable, lean: Callable | None = None):
         self.name = name
         self.backends: dict[str, Callable] = {"reference": reference}
+        if lean is not None:
+            self.backends["lean"] = lean
         self.first_arg = next(iter(inspect.signature(reference).parameters), "tensor")  # decides the device
         self.kernel_error: str | None = None  # why a declared kernel is not registered
         self.kernel_declared = importlib.util.find_spec(f"{package}.triton") is not None
@@ -78,15 +85,19 @@ class Op:
 
     def backend_on(self, device: torch.device | str) -> str:
         """The backend an automatic call on ``device`` runs (no warning, no error)."""
-        on_cuda = torch.device(device).type == "cuda"
-        return "triton" if on_cuda and "triton" in self.backends else "reference"
+        kind = torch.device(device).type
+        if kind == "cuda" and "triton" in self.backends:
+            return "triton"
+        return "lean" if kind == "cpu" and "lean" in self.backends else "reference"
 
     def backend_for(self, tensor: torch.Tensor, requested: str | None = None) -> str:
         """Name of the backend to run on ``tensor``'s device; see the module docstring."""
         if requested is not None and requested not in BACKEND_NAMES:
             raise ValueError(f"backend must be one of {BACKEND_NAMES}, got {requested!r}")
-        if requested == "reference":
-            return "reference"
+        if requested == "lean" and "lean" not in self.backends:
+            raise ValueError(f"op {self.name!r} has no 'lean' backend; available: {sorted(self.backends)}")
+        if requested in ("reference", "lean"):
+            return requested
         if requested == "triton" and not self.kernel_declared:
             raise ValueError(f"op {self.name!r} has no 'triton' backend; available: {sorted(self.backends)}")
         chosen = self.backend_on(tensor.device)
@@ -94,11 +105,11 @@ class Op:
             return chosen
         if requested == "triton" or (tensor.is_cuda and self.kernel_declared):
             why = self.kernel_error or f"tensors on {tensor.device.type}, the kernel needs CUDA"
-            self._fallback(why)
-        return "reference"
+            self._fallback(why, chosen)
+        return chosen
 
-    def _fallback(self, why: str) -> None:
-        msg = f"op {self.name!r}: the triton kernel cannot run ({why}); running the reference"
+    def _fallback(self, why: str, instead: str) -> None:
+        msg = f"op {self.name!r}: the triton kernel cannot run ({why}); running the {instead} backend"
         if strict():
             raise KernelFallbackError(
                 msg + " — refused because strict kernels are on "

@@ -1,11 +1,13 @@
-"""Selective scan (S4D recurrent form, S6, B2S6): see reference.py for the equations and shapes."""
+"""Selective scan (S4D recurrent form, S6, B2S6): see reference.py for the equations and shapes, lean.py for the
+memory-lean backend that CPU calls run by default."""
 
 from __future__ import annotations
 
 from ..dispatch import Op
-from . import reference
+from . import lean, reference
 
-OP = Op("selective_scan", __name__, reference.selective_scan)
+# lean (lean.py) is the automatic choice on CPU: the reference's results, a fraction of its backward memory
+OP = Op("selective_scan", __name__, reference.selective_scan, lean=lean.selective_scan)
 BACKENDS = OP.backends
 backend_for = OP.backend_for
 phi1 = reference.phi1
