@@ -41,6 +41,7 @@ _MODULES = (
     "seqmix.tasks.symbolsoup",
     "seqmix.tasks.diffuse_mqar",
     "seqmix.tasks.story_lm",
+    "seqmix.tasks.rotations_lm",
 )
 
 
