@@ -96,7 +96,7 @@ def test_blocked_attention_checks_its_arguments():
     q = torch.randn(1, 2, 5, 4)
     with pytest.raises(ValueError, match="block"):
         blocked_causal_attention(q, q, q, block=0)
-    with pytest.raises(ValueError, match="slopes must have shape"):
+    with pytest.raises(ValueError, match="slopes must be positive with shape"):
         blocked_causal_attention(q, q, q, block=2, slopes=torch.ones(3))
     with pytest.raises(ValueError, match="query_block"):
         build_mixer("alibi", 8, heads=2, query_block=0)
