@@ -1,4 +1,4 @@
-"""The accumulated-rotations corpus and task (rotations spec §7, §3 E1): the synthetic stream is seeded, fast
+"""The accumulated-rotations corpus and task (rotations spec §7, E1): the synthetic stream is seeded, fast
 and has long-range structure; installed English text and a local OpenWebText copy are found, tokenised with a
 locally trained BPE and tagged; the corpus is cached with a checksum; evaluation windows are the same for
 every model at every power-of-two length. None of this existed on main (the task was not registered)."""

@@ -43,8 +43,8 @@ from ..ops.dispatch import BackendOf
 from ..ops.path_attention import path_attention
 from ..options import NonNegInt, Opt, OptPosInt, PosFloat, PosInt
 from ..registry import register_mixer
-from .blocked_attention import blocked_causal_attention
 from .base import check_divides, check_input, check_positive_int, register_preset
+from .blocked_attention import blocked_causal_attention
 
 Position = Literal["nope", "rope", "alibi", "so2_random", "so2_learned"]
 POSITIONS = typing.get_args(Position)

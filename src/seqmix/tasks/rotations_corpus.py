@@ -1,12 +1,12 @@
 """Corpora for the accumulated-rotations LM (rotations spec §7): where the documents come from.
 
-- ``synthetic_stream``: the bundled offline default (spec §7 option A), already token ids: documents of
+- ``synthetic_stream``: the bundled offline default (rotations spec §7 option A), already token ids: documents of
   geometric length (mean 600) each with one of 64 topics; tokens from a topic-conditioned sparse second-order
   Markov chain (the context (topic, t-2, t-1) hashed to one of ``contexts`` rows of 16-32 successors with a
   Zipf(1.1) tilt towards small ids); with probability 0.05 per position a copy of 8-32 earlier tokens of the
   same document starts, its source offset log-uniform in [16, 4096]. No separators. Topics that persist over
   hundreds of tokens and copies from thousands back give far context its use, so a model that extrapolates
-  can keep gaining from it and one that does not is measurably hurt (spec §7: "RoPE's failure mode").
+  can keep gaining from it and one that does not is measurably hurt (rotations spec §7: "RoPE's failure mode").
 - ``find_english`` / ``load_english``: natural English installed on the machine (option B): the Python
   documentation's HTML (``/usr/share/doc/python3*/html``, package ``python3.X-doc``; tags stripped) and the
   GCIDE dictionary (``/usr/share/dictd/gcide.dict.dz``, package ``dict-gcide``).
@@ -59,7 +59,9 @@ def _successor_table(rng: np.random.Generator, s: SyntheticSpec) -> tuple[np.nda
 
 def _context_row(topic: np.ndarray, a: np.ndarray, b: np.ndarray, s: SyntheticSpec) -> np.ndarray:
     """A multiplicative hash of (topic, t-2, t-1) onto the table's rows (uint64 wraps by design)."""
-    key = (topic.astype(np.uint64) * np.uint64(s.vocab) + a.astype(np.uint64)) * np.uint64(s.vocab) + b.astype(np.uint64)
+    key = (topic.astype(np.uint64) * np.uint64(s.vocab) + a.astype(np.uint64)) * np.uint64(s.vocab) + b.astype(
+        np.uint64
+    )
     return ((key * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) % np.uint64(s.contexts)
 
 

@@ -1,8 +1,8 @@
-"""The accumulated-rotations LM's token streams (rotations spec §7, §3 E1): built once, cached with a checksum.
+"""The accumulated-rotations LM's token streams (rotations spec §7, E1): built once, cached with a checksum.
 
 ``load_corpus`` returns {"data_source", "tokenizer", "vocab_size", "train", "val"}: one continuous token
-stream (documents concatenated WITHOUT separators: attention crosses document boundaries, spec §3 E1),
-the first ``1 - val_fraction`` for training and the tail for validation (spec E1, U15). Sources:
+stream (documents concatenated WITHOUT separators: attention crosses document boundaries, rotations spec E1),
+the first ``1 - val_fraction`` for training and the tail for validation (rotations spec E1, U15). Sources:
 
 - ``synthetic``: ``rotations_corpus.synthetic_stream`` (already ids; no tokenizer), the offline default;
 - ``english``: the installed English text (``rotations_corpus.find_english``), or, when none is installed,
@@ -13,7 +13,7 @@ Text sources are tokenised with a byte-level BPE trained locally on the first ``
 (``text_data.train_bpe``; its EOS token is in the vocabulary but never emitted). ``data_source`` labels the
 corpus in every table, so substitute numbers never sit beside the paper's unlabelled.
 
-Evaluation (spec E1/U15): ``eval_lengths`` are the training context times every power of two up to
+Evaluation (rotations spec E1/U15): ``eval_lengths`` are the training context times every power of two up to
 ``max_factor``; ``eval_windows`` draws windows of L + 1 tokens from the validation stream at offsets drawn
 from a generator seeded with 42 + L, so every model is scored on the same text.
 """
@@ -146,7 +146,9 @@ def resolve_source(source: str, english_roots: tuple[str, ...] = ENGLISH_ROOTS) 
 def _load(source: str, frozen: tuple) -> dict:
     options = dict(frozen)
     options["english_files"] = list(options["english_files"])
-    return cached("rotations_lm", corpus_key(source, options), lambda: build_corpus(source, options), options["cache_dir"])
+    return cached(
+        "rotations_lm", corpus_key(source, options), lambda: build_corpus(source, options), options["cache_dir"]
+    )
 
 
 def load_corpus(source: str, **options) -> dict:
@@ -159,7 +161,7 @@ def load_corpus(source: str, **options) -> dict:
 
 def random_segments(stream: torch.Tensor, length: int, count: int, g: torch.Generator) -> tuple:
     """``count`` windows of length + 1 tokens at uniformly random offsets drawn from ``g`` (with replacement:
-    spec E1's training batches): inputs and targets, (count, length) int64 each."""
+    rotations spec E1's training batches): inputs and targets, (count, length) int64 each."""
     room = len(stream) - length - 1
     if room < 0:
         raise ValueError(f"a stream of {len(stream)} tokens holds no window of {length} + 1 tokens")

@@ -1,8 +1,8 @@
-"""Length-extrapolation language modelling for the accumulated-rotations paper (rotations spec §3 E1/E2, §6).
+"""Length-extrapolation language modelling for the accumulated-rotations paper (rotations spec E1/E2, §6).
 
 Training batches are ``batch size`` windows of ``context`` + 1 tokens at uniformly random offsets into the
-training stream (spec E1), drawn from ``counter_generator(seed, step, rank)`` so runs repeat. Evaluation
-(spec E1, U15, U17) scores the model at every ``eval_lengths`` L = context * 2^k up to ``eval_max_factor``
+training stream (rotations spec E1), drawn from ``counter_generator(seed, step, rank)`` so runs repeat. Evaluation
+(rotations spec E1, U15, U17) scores the model at every ``eval_lengths`` L = context * 2^k up to ``eval_max_factor``
 times the context (32 at CPU scale, 128 at paper scale): ``eval_windows`` windows of L + 1 tokens from the
 validation stream, the same for every model (seed 42 + L), the loss averaged over all L positions; mixers
 with random angles (``capabilities.RandomAngles``) are restarted from their own seeds before each length.
@@ -28,16 +28,14 @@ from .base import Task
 from .rotations_corpus import ENGLISH_ROOTS
 from .rotations_data import eval_lengths, eval_windows, load_corpus, random_segments
 
-EVAL_SEED = 42  # windows of length L come from seed 42 + L (spec U15)
+EVAL_SEED = 42  # windows of length L come from seed 42 + L (rotations spec U15)
 
 
 @register_task("rotations_lm")
 class RotationsLM(Task):
     """Inputs (B, context) int64 token ids, targets the next tokens (B, context); model -> (B, T, V)."""
 
-    summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {
-        "evaluate": ("ppl", "nll", "ppl_L*", "nll_L*", "ratio_L*")
-    }
+    summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {"evaluate": ("ppl", "nll", "ppl_L*", "nll_L*", "ratio_L*")}
 
     def __init__(
         self,
@@ -122,12 +120,14 @@ class RotationsLM(Task):
     def _nll(self, model: torch.nn.Module, length: int) -> float:
         for m in model.modules():
             if isinstance(m, RandomAngles):
-                m.reseed()  # the same angles for every model and length (spec U17)
+                m.reseed()  # the same angles for every model and length (rotations spec U17)
         x, y = self.windows(length)
         total = 0.0
         for i in range(0, len(x), self.eval_batch):
             logits = model(x[i : i + self.eval_batch])
-            total += float(F.cross_entropy(logits.flatten(0, 1).double(), y[i : i + self.eval_batch].flatten(), reduction="sum"))
+            total += float(
+                F.cross_entropy(logits.flatten(0, 1).double(), y[i : i + self.eval_batch].flatten(), reduction="sum")
+            )
         return total / y.numel()
 
     def evaluate(self, model: torch.nn.Module) -> dict:
