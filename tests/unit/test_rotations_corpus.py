@@ -28,6 +28,7 @@ TINY = {"n_tokens": 60_000, "context": 32, "eval_max_factor": 32, "eval_windows"
 def _fresh_corpus_cache(monkeypatch):
     monkeypatch.delenv("SEQMIX_DATA_CACHE", raising=False)
     rotations_data._load.cache_clear()
+    rotations_data.resolve_source.cache_clear()
     yield
     rotations_data._load.cache_clear()
 

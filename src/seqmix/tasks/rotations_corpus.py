@@ -156,6 +156,8 @@ def load_english(files: list[Path], max_chars: int | None = None) -> list[str]:
     docs: list[str] = []
     total = 0
     for path in files:
+        if max_chars is not None and total >= max_chars:
+            break
         if path.suffix == ".html":
             new = [html_text(path.read_text(encoding="utf-8", errors="replace"))]
         else:

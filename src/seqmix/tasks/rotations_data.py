@@ -126,19 +126,20 @@ def _head_chars(docs: list[str], max_chars: int) -> list[str]:
     return out
 
 
-def resolve_source(source: str, english_roots: tuple[str, ...] = ENGLISH_ROOTS) -> tuple[str, list[Path]]:
+@functools.lru_cache(maxsize=8)
+def resolve_source(source: str, english_roots: tuple[str, ...] = ENGLISH_ROOTS) -> tuple[str, tuple[Path, ...]]:
     """(the source actually used, the English files): ``english`` without installed text falls back to
-    ``synthetic`` with a warning."""
+    ``synthetic`` with a warning. Cached: the roots are searched once per process, not per batch."""
     if source != "english":
-        return source, []
-    files = find_english(english_roots)
+        return source, ()
+    files = tuple(find_english(english_roots))
     if not files:
         log.warning(
             "rotations_lm: no English text installed under %s (packages python3-doc, dict-gcide); "
             "using the synthetic stream",
             ", ".join(map(str, english_roots)),
         )
-        return "synthetic", []
+        return "synthetic", ()
     return source, files
 
 
@@ -155,7 +156,7 @@ def load_corpus(source: str, **options) -> dict:
     """The cached corpus (see the module docstring); ``options`` as ``build_corpus`` takes them, with
     ``english_roots`` in place of the English files."""
     used, files = resolve_source(source, tuple(options.pop("english_roots")))
-    options["english_files"] = tuple(files)
+    options["english_files"] = files
     return _load(used, tuple(sorted(options.items())))
 
 
