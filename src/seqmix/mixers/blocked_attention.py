@@ -2,7 +2,8 @@
 
 One SDPA call over a whole sequence with an explicit bias (ALiBi) materialises the (H, T, T) bias and, on CPU,
 runs SDPA's unfused math path (a T x T score matrix as well): with 4 heads at T = 8192, 3.3 GiB of tensors and
-16-23x the time of the fused causal kernel (benchmarks/attention_long_results.md). Here the queries are taken ``block`` at a time; block [s, e) attends to the keys [0, e):
+16-23x the time of the fused causal kernel (benchmarks/attention_long_results.md). Here the queries are taken
+``block`` at a time; block [s, e) attends to the keys [0, e):
 
     logits_ij = scale q_i . k_j - m_h (i - j)   (ALiBi; no bias without slopes),   j <= i
     out_i     = softmax_j(logits_i.) @ v
