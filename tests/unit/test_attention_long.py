@@ -111,3 +111,17 @@ def test_path_blocked_matches_reference_op_with_padding():
     beta = 2 * torch.rand(2, 3, 45, dtype=torch.float64)
     ref = path_attention(q, k, v, w, beta, chunk=8)
     assert (ref - path_attention_blocked(q, k, v, w, beta, chunk=8)).abs().max() < 1e-12
+
+
+def test_language_model_passes_query_block_to_its_attention():
+    """A decoder LM built with ``query_block`` in its mixer block gives the same logits as without it."""
+    from seqmix.models.lm import DecoderLM
+
+    tokens = torch.randint(0, 50, (2, 40))
+    logits = []
+    for extra in ({}, {"query_block": 16}):
+        torch.manual_seed(0)
+        lm = DecoderLM(vocab_size=50, d_model=16, n_layers=2, mixer={"name": "alibi", "heads": 2, **extra})
+        logits.append(lm(tokens))
+    assert (logits[0] - logits[1]).abs().max() < 1e-5
+    assert lm.blocks[0].mixer.query_block == 16
