@@ -95,6 +95,8 @@ def _fake_english(root):
 def test_installed_english_is_found_stripped_and_tokenised(tmp_path):
     _fake_english(tmp_path)
     assert [p.name for p in find_english((str(tmp_path),))] == ["gcide.dict.dz", "a.html"]  # sorted by path
+    (tmp_path / "python3").symlink_to(tmp_path / "python3.11")  # as Debian links the default version's docs
+    assert len(find_english((str(tmp_path),))) == 2
     assert html_text("<p>a &amp; b</p><script>x()</script>") == "a & b"
     task = RotationsLM(source="english", english_roots=[str(tmp_path)], bpe_vocab=300, **{**TINY, "context": 16})
     assert task.data_source == rotations_data.ENGLISH

@@ -132,13 +132,15 @@ def html_text(markup: str) -> str:
 
 
 def find_english(roots: tuple[str | os.PathLike, ...] = ENGLISH_ROOTS) -> list[Path]:
-    """The installed English sources under ``roots`` (sorted): Python documentation pages
-    (``<root>/python3*/html/**/*.html``) and the GCIDE dictionary (``<root>/gcide.dict.dz`` or ``.dict``)."""
-    found: list[Path] = []
+    """The installed English sources under ``roots`` (sorted, each file once however many links reach it):
+    Python documentation pages (``<root>/python3*/html/**/*.html``) and the GCIDE dictionary
+    (``<root>/gcide.dict.dz`` or ``.dict``)."""
+    found: dict[Path, Path] = {}  # resolved -> as found: python3/html is often a link to python3.X/html
     for root in map(Path, roots):
-        found += root.glob("python3*/html/**/*.html")
-        found += [p for p in (root / "gcide.dict.dz", root / "gcide.dict") if p.is_file()]
-    return sorted(found)
+        for p in [*root.glob("python3*/html/**/*.html"), root / "gcide.dict.dz", root / "gcide.dict"]:
+            if p.is_file():
+                found.setdefault(p.resolve(), p)
+    return sorted(found.values())
 
 
 def _dictionary_documents(path: Path, entries_per_doc: int = 50) -> list[str]:
