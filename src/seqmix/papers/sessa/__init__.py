@@ -1,11 +1,15 @@
 """Sessa paper ("Sessa: Selective State Space Attention"): its artefacts, declared in the ``artefacts:`` block
 of config/papers/sessa.yaml. Each is ``fn(spec, out)`` (see seqmix.artefacts for the spec)."""
 
-from . import analysis, tables
+from . import analysis, diagnostics, tables
 
 ARTEFACTS = {
     "parameters": analysis.parameters,
     "table1": tables.table1,
     "table2": tables.table2,
     "e2_lag_bins": tables.e2_lag_bins,
+    "d4_init_jacobians": diagnostics.d4_init_jacobians,
+    "d6_influence": diagnostics.d6_influence,
+    "d7_routing": diagnostics.d7_routing,
+    "d8_gradient_flow": diagnostics.d8_gradient_flow,
 }
