@@ -60,36 +60,38 @@ def solve_kernel(gamma: torch.Tensor, alpha_fb: torch.Tensor, sources: list[int]
     return fs_ops.feedback_solve(rhs, gamma.double(), alpha_fb.double())
 
 
+def _common_lags(T: int, sources: list[int]) -> int:
+    """The number of lags every source reaches (0 .. T - 1 - max source): a mean over sources is taken there
+    only, so the far end of a profile is not the nearest sources' alone."""
+    return T - max(sources) if sources else 0
+
+
 def kernel_profile(columns: torch.Tensor, sources: list[int]) -> torch.Tensor:
-    """Mean over batch and sources of columns[b, tau + l, i] (tau = sources[i]) against l: (T,), NaN where no
-    source reaches lag l. columns: (B, T, S)."""
-    B, T, S = columns.shape
-    out = torch.full((S, T), float("nan"), dtype=torch.float64)
-    for i, tau in enumerate(sources):
-        out[i, : T - tau] = columns[:, tau:, i].double().mean(0).cpu()
-    return out.nanmean(0)
+    """Mean over batch and sources of columns[b, tau + l, i] (tau = sources[i]) against l = 0 .. T - 1 -
+    max(sources): (T - max(sources),). columns: (B, T, S)."""
+    n = _common_lags(columns.shape[1], sources)
+    cols = [columns[:, tau : tau + n, i].double().mean(0) for i, tau in enumerate(sources)]
+    return torch.stack(cols).mean(0).cpu() if cols else torch.zeros(0, dtype=torch.float64)
 
 
 def diagonal_profile(alpha: torch.Tensor, sources: list[int]) -> torch.Tensor:
-    """alpha[tau + l, tau] averaged over batch, heads and sources against l: (T,), NaN where no source reaches
-    lag l. alpha: (B, H, T, T)."""
-    T = alpha.shape[-1]
-    out = torch.full((len(sources), T), float("nan"), dtype=torch.float64)
-    for i, tau in enumerate(sources):
-        out[i, : T - tau] = alpha[..., tau:, tau].double().mean((0, 1)).cpu()
-    return out.nanmean(0)
+    """alpha[tau + l, tau] averaged over batch, heads and sources against l = 0 .. T - 1 - max(sources).
+    alpha: (B, H, T, T)."""
+    n = _common_lags(alpha.shape[-1], sources)
+    cols = [alpha[..., tau : tau + n, tau].double().mean((0, 1)) for tau in sources]
+    return torch.stack(cols).mean(0).cpu() if cols else torch.zeros(0, dtype=torch.float64)
 
 
 def accumulated_decay(delta: torch.Tensor, A: torch.Tensor, sources: list[int]) -> torch.Tensor:
-    """exp(A_h sum_{r=tau+1}^{tau+l} Delta_r) averaged over batch, heads and sources against l: (T,) (1 at
-    l = 0, NaN where no source reaches l). delta: (B, L, H) step sizes, A: (H,) negative rates."""
-    B, L, H = delta.shape
+    """exp(A_h sum_{r=tau+1}^{tau+l} Delta_r) averaged over batch, heads and sources against l = 0 .. L - 1 -
+    max(sources) (1 at l = 0). delta: (B, L, H) step sizes, A: (H,) negative rates."""
+    n = _common_lags(delta.shape[1], sources)
     rate = delta.double() * A.double().to(delta.device)  # (B, L, H): log-decay per step
-    out = torch.full((len(sources), L), float("nan"), dtype=torch.float64)
-    for i, tau in enumerate(sources):
-        steps = torch.cat([torch.zeros_like(rate[:, :1]), rate[:, tau + 1 :]], 1)  # l = 0 has no step
-        out[i, : L - tau] = steps.cumsum(1).exp().mean((0, 2)).cpu()
-    return out.nanmean(0)
+    cols = []
+    for tau in sources:
+        steps = torch.cat([torch.zeros_like(rate[:, :1]), rate[:, tau + 1 : tau + n]], 1)  # l = 0 has no step
+        cols.append(steps.cumsum(1).exp().mean((0, 2)))
+    return torch.stack(cols).mean(0).cpu() if cols else torch.zeros(0, dtype=torch.float64)
 
 
 def min_window_rate(delta: torch.Tensor, min_window: int) -> torch.Tensor:

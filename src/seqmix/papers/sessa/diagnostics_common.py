@@ -164,5 +164,8 @@ class Profile:
         self.sums[: len(c)] += torch.where(ok, c, 0.0)
         self.counts[: len(c)] += ok.double()
 
-    def mean(self) -> torch.Tensor:
-        return torch.where(self.counts > 0, self.sums / self.counts.clamp_min(1), float("nan"))
+    def mean(self, min_share: float = 0.5) -> torch.Tensor:
+        """The mean at the lags where at least ``min_share`` as many curves have a value as at the best-covered
+        lag (so the far end is not one long sequence alone); NaN elsewhere."""
+        enough = self.counts >= min_share * float(self.counts.max()) if len(self.counts) else self.counts > 0
+        return torch.where(enough & (self.counts > 0), self.sums / self.counts.clamp_min(1), float("nan"))

@@ -124,7 +124,7 @@ def d7_figure(curves: list[dict], summary: list[dict], stem: Path, scale: str) -
         ax.set_ylabel(ylabel)
     xs = [0.0, math.log(max(2.0, float(df[df["measure"] == "entropy"]["x"].max() or 2)))] if len(df) else [0, 1]
     axes[1].plot(xs, xs, color="k", lw=0.6, ls=":", label="uniform: H = log t")
-    titles = ["Sessa γ_t histogram", "Sessa feedback entropy", "solve kernel (Sessa), α_fwd (Transformer)"]
+    titles = ["Sessa γ_t histogram", "Sessa feedback entropy", "solve kernel (Sessa), α_fwd (attention)"]
     for ax, t in zip(axes, [*titles, "Mamba2 accumulated decay"]):
         ax.set_title(t, fontsize=9)
         ax.legend(fontsize=5)

@@ -9,8 +9,9 @@ causality makes the crop exact for E2), so position t counts from the sequence's
   then the max: the subcritical condition of Thm. 8 is eta < 1; ``eta_cfg`` uses the configured gamma_max),
   and the solve kernel (I - B_fb)^{-1}[tau + l, tau] averaged over sources tau <= max_source, with its
   log-log slope over l >= min_fit_lag.
-- Transformer (AttentionWeights): alpha[tau + l, tau] averaged over heads and tau <= max_source, its
-  log-log slope (uniform attention gives about -1) and the forward entropy ratio H_t / log(t + 1).
+- forward attention (AttentionWeights: the Transformer's, and Sessa's forward branch, the only routing of
+  Sessa without feedback): alpha[tau + l, tau] averaged over heads and tau <= max_source, its log-log slope
+  (uniform attention gives about -1), ``fwd_entropy_ratio`` H_t / log(t + 1) and ``fwd_logit_spread_mean``.
 - Mamba2 (SelectiveDecay): Delta_t statistics, exp(A_h sum Delta) against l (its semi-log slope: -lambda
   c_Delta for a steady decay) and c_Delta = min over windows of length >= min_window of sum Delta / length.
 Rows with ``layer`` empty summarise all layers (max over layers of eta_hat, c2_hat, max|gamma|).
@@ -74,8 +75,8 @@ def _attention(st: _LayerStats, m, a: torch.Tensor, sources: list[int]) -> None:
     st.profile("attention_diagonal", R.diagonal_profile(alpha, [s for s in sources if s < n]))
     if n > 1:
         H = R.row_entropy(alpha)[0].mean(0)  # heads averaged: (n,)
-        st.add("entropy_ratio", (H[1:] / torch.arange(2, n + 1, dtype=torch.float64).log()).mean())
-        st.add("logit_spread_mean", R.logit_spread(alpha, strict=False)[0, :, 1:].mean())
+        st.add("fwd_entropy_ratio", (H[1:] / torch.arange(2, n + 1, dtype=torch.float64).log()).mean())
+        st.add("fwd_logit_spread_mean", R.logit_spread(alpha, strict=False)[0, :, 1:].mean())
 
 
 def _decay(st: _LayerStats, m, a: torch.Tensor, sources: list[int], min_window: int) -> None:
