@@ -149,13 +149,15 @@ def test_routing_capabilities_match_the_mixers_and_models(root):
     assert isinstance(attn, AttentionWeights) and not isinstance(attn, (FeedbackRouting, SelectiveDecay))
     assert isinstance(mamba, SelectiveDecay) and not isinstance(mamba, (FeedbackRouting, AttentionWeights))
     u = torch.randn(1, 5, 8)
-    assert mamba.step_sizes(u).shape == (1, 5, 4)  # H = expand * d_model / headdim and bool((mamba.decay_rates() < 0).all())
+    assert mamba.step_sizes(u).shape == (1, 5, 4)  # H = expand * d_model / headdim
+    assert bool((mamba.decay_rates() < 0).all())
     from seqmix.models.classifier import SequenceClassifier
     from seqmix.models.lm import DecoderLM
 
+    sizes = {"seq_len": 5, "d_model": 8, "n_layers": 2, "vocab_size": 7}
     for model in (
-        SequenceClassifier(d_out=3, seq_len=5, d_model=8, n_layers=2, mixer={"name": "sessa", "heads": 2}, vocab_size=7),
-        DecoderLM(seq_len=5, d_model=8, n_layers=2, mixer={"name": "mamba2", "d_state": 4, "headdim": 4}, vocab_size=7),
+        SequenceClassifier(d_out=3, mixer={"name": "sessa", "heads": 2}, **sizes),
+        DecoderLM(mixer={"name": "mamba2", "d_state": 4, "headdim": 4}, **sizes),
     ):
         assert isinstance(model, LayerStack) and len(model.mixers()) == 2
         assert model.token_embedding().weight.shape == (7, 8)

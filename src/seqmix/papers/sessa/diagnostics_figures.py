@@ -110,9 +110,7 @@ def d7_figure(curves: list[dict], summary: list[dict], stem: Path, scale: str) -
             ls = "--" if exp == "e2" else "-"
             if kind == "entropy":
                 ok = x >= 1
-                ax.plot(
-                    [math.log(v) for v in x[ok]], y[ok], ls=ls, lw=1, color=COLORS.get(variant), label=label
-                )
+                ax.plot([math.log(v) for v in x[ok]], y[ok], ls=ls, lw=1, color=COLORS.get(variant), label=label)
             elif kind == "loglog":
                 ok = x >= 1
                 ax.loglog(x[ok], y[ok], ls=ls, lw=1, label=label)

@@ -124,7 +124,9 @@ def gradient_flow_leaf(exp: str, leaf: dict, settings: dict) -> tuple[list, list
         summary += s
         curves += c
         summary.append({**keys, "quantity": "loss", "value": float(loss)})
-        summary.append({**keys, "quantity": "grad_norm_embedding", "value": _group_norm(model.token_embedding().parameters())})
+        summary.append(
+            {**keys, "quantity": "grad_norm_embedding", "value": _group_norm(model.token_embedding().parameters())}
+        )
         for i, blk in enumerate(model.layers()):
             summary.append({**keys, "layer": i, "quantity": "grad_norm_layer", "value": _group_norm(blk.parameters())})
         summary.append({**keys, "quantity": "max_abs_s", "value": max(float(o.detach().abs().max()) for o in outputs)})

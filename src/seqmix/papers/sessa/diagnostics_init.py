@@ -80,7 +80,11 @@ def _routing(name: str, m: torch.nn.Module, a: torch.Tensor, out: dict) -> dict[
         c2 = float(R.c2_hat(alpha).max())
         spread = R.logit_spread(alpha, strict=True)[:, 2:]
         out |= {"c2_hat": c2, "logit_spread_mean": float(spread.mean()), "logit_spread_max": float(spread.max())}
-        out |= {"gamma_mean": float(gamma.mean()), "gamma_std": float(gamma.std()), "gamma_absmax": float(gamma.abs().max())}
+        out |= {
+            "gamma_mean": float(gamma.mean()),
+            "gamma_std": float(gamma.std()),
+            "gamma_absmax": float(gamma.abs().max()),
+        }
         out["beta_hat"] = 1.0 - out["gamma_absmax"] * c2
     elif name == "softmax_attention":
         spread = R.logit_spread(m.attention_weights(a).double(), strict=False)[..., 1:]

@@ -29,6 +29,9 @@ from ...diagnostics.hutchinson import loglog_slope, semilog_slope
 from .diagnostics_common import Profile, captured, leaf_keys, leaf_models, probe_batch
 
 GAMMA_BINS = torch.linspace(-1.0, 1.0, 21, dtype=torch.float64)
+# how a per-sequence quantity pools over the probe sequences (default: the mean)
+REDUCE = {"gamma_absmax": max, "c2_hat": max, "eta_hat": max, "eta_cfg": max, "c_delta": min, "delta_min": min}
+REDUCE["delta_max"] = max
 
 
 class _LayerStats:
@@ -99,31 +102,29 @@ def _crop(batch, i: int) -> torch.Tensor:
 
 
 def _layer_rows(keys: dict, layer: int, st: _LayerStats, settings: dict) -> tuple[list, list]:
+    """(summary rows, curve rows) of one layer: scalars pooled over the sequences (``REDUCE``), the gamma
+    histogram, and each profile with its slopes over lags >= min_fit_lag."""
+    at = {**keys, "layer": layer}
     rows, curves = [], []
-    reduce = {"gamma_absmax": max, "c2_hat": max, "eta_hat": max, "eta_cfg": max, "c_delta": min, "delta_min": min}
-    reduce |= {"delta_max": max}
     for name, vals in st.values.items():
-        how = reduce.get(name)
-        value = how(vals) if how else sum(vals) / len(vals)
-        rows.append({**keys, "layer": layer, "quantity": name, "value": value})
+        how = REDUCE.get(name)
+        rows.append({**at, "quantity": name, "value": how(vals) if how else sum(vals) / len(vals)})
         if name == "c2_hat":
-            rows.append({**keys, "layer": layer, "quantity": "c2_hat_median", "value": float(torch.tensor(vals).median())})
+            rows.append({**at, "quantity": "c2_hat_median", "value": float(torch.tensor(vals).median())})
     if "eta_hat" in st.values:
-        rows.append({**keys, "layer": layer, "quantity": "subcritical", "value": float(max(st.values["eta_hat"]) < 1)})
+        rows.append({**at, "quantity": "subcritical", "value": float(max(st.values["eta_hat"]) < 1)})
         for lo, hi, c in zip(GAMMA_BINS[:-1].tolist(), GAMMA_BINS[1:].tolist(), st.gamma_hist.tolist()):
-            curves.append({**keys, "layer": layer, "measure": "gamma_hist", "x": (lo + hi) / 2, "value": c})
-    lmin = settings["min_fit_lag"]
+            curves.append({**at, "measure": "gamma_hist", "x": (lo + hi) / 2, "value": c})
     for name, prof in st.profiles.items():
         curve = prof.mean()
-        x = torch.arange(len(curve), dtype=torch.float64)
-        if name == "entropy":  # H_t against log t: x = t (the figure puts log t beside it)
-            curves += [{**keys, "layer": layer, "measure": name, "x": i, "value": float(v)} for i, v in enumerate(curve)]
+        curves += [{**at, "measure": name, "x": i, "value": float(v)} for i, v in enumerate(curve)]
+        if name == "entropy":  # H_t against t (the figure draws it against log t)
             continue
-        fit = x >= lmin
-        rows.append({**keys, "layer": layer, "quantity": f"{name}_loglog_slope", "value": loglog_slope(x[fit], curve[fit])})
+        x = torch.arange(len(curve), dtype=torch.float64)
+        fit = x >= settings["min_fit_lag"]
+        rows.append({**at, "quantity": f"{name}_loglog_slope", "value": loglog_slope(x[fit], curve[fit])})
         if name == "accumulated_decay":
-            rows.append({**keys, "layer": layer, "quantity": f"{name}_semilog_slope", "value": semilog_slope(x[fit], curve[fit])})
-        curves += [{**keys, "layer": layer, "measure": name, "x": i, "value": float(v)} for i, v in enumerate(curve)]
+            rows.append({**at, "quantity": f"{name}_semilog_slope", "value": semilog_slope(x[fit], curve[fit])})
     return rows, curves
 
 
