@@ -27,6 +27,7 @@ from ...mixers.base import build_mixer
 from ...mixers.sessa import SessaBlock
 from ...report.tables import write_csv
 from .diagnostics_common import captured
+from .diagnostics_figures import d4_figure
 
 LABELS = {"sessa": "Sessa", "softmax_attention": "Transformer", "mamba2": "Mamba2"}
 
@@ -138,8 +139,6 @@ def d4_rows(st: dict) -> tuple[list, list]:
 
 
 def d4_init_jacobians(spec: dict, out: Path) -> None:
-    from .diagnostics_figures import d4_figure
-
     st = spec["analysis"]["d4_init_jacobians"]
     summary, curves = d4_rows(st)
     write_csv(Path(out) / "summary.csv", summary, checksum=True)  # the claims verify it
