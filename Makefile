@@ -21,6 +21,9 @@ SCALE ?= tiny
 CONFIG ?=
 SMK_ARGS ?=
 PYTEST_ARGS ?=
+# test processes (pytest-xdist); whole files go to one worker so a file's session fixtures (a DAG run) are
+# built once; TEST_WORKERS=0 runs the suite in this process
+TEST_WORKERS ?= 2
 
 BIN := $(VENV)/bin
 PIP_EXTRA := $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX),)
@@ -62,7 +65,7 @@ dryrun: $(STAMP)
 	$(SMK) -n
 
 test: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 clean-results:
 	rm -rf results .snakemake

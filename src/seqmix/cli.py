@@ -123,6 +123,18 @@ def cmd_claims_summary(args):
     print(f"{args.out}: {len(table)} rows from {table['paper'].nunique()} papers")
 
 
+def cmd_claims_export(args):
+    """One paper's claims table of one scale, copied into the docs with a generated-by header."""
+    from .claims_render import export_claims
+
+    command = f"python -m seqmix claims-export --results {args.results} --paper {args.paper} --out {args.out}"
+    try:
+        n = export_claims(Path(args.results), args.paper, Path(args.out), command)
+    except FileNotFoundError as e:
+        raise SystemExit(str(e)) from None
+    print(f"{args.out}: {n} claims of {args.paper}")
+
+
 def _log_paper_artefacts(spec: dict, files: list[str], start_ms: int) -> None:
     """One paper-level MLflow run holding the tables, figures and claims as artifacts."""
     from . import tracking
@@ -224,6 +236,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     sp.add_argument("--results", default="results/tiny", help="one scale's results (results/<scale>)")
     sp.add_argument("--out", default="docs/measured/claims_counts.md")
+    sp = add("claims-export", cmd_claims_export, "copy one paper's claims.md of one scale into the docs (generated)")
+    sp.add_argument("--results", required=True, help="one scale's results (results/<scale>)")
+    sp.add_argument("--paper", required=True)
+    sp.add_argument("--out", required=True, help="e.g. docs/measured/<paper>-claims-<scale>.md")
     sp = add("mlflow-init", cmd_mlflow_init, "create the MLflow store and experiments once")
     sp.add_argument("--uri", required=True)
     sp.add_argument("--results", required=True)

@@ -41,6 +41,9 @@ _MODULES = (
     "seqmix.tasks.symbolsoup",
     "seqmix.tasks.diffuse_mqar",
     "seqmix.tasks.story_lm",
+    "seqmix.tasks.lra_tasks",
+    "seqmix.tasks.image_tasks",
+    "seqmix.tasks.byte_lm",
 )
 
 

@@ -75,6 +75,33 @@ def test_vjp_source_norms_match_the_exact_jacobian():
         assert torch.allclose(est[b, : anchor[b] + 1], exact[: anchor[b] + 1], rtol=0.1)
 
 
+def test_feedback_attention_solve_has_the_composed_ops_jvp():
+    """Forward mode through the saved-once feedback solve (a custom autograd.Function, which has no JVP unless
+    it defines one): its JVP equals that of the same solve composed from torch ops (reference.py), for
+    tangents on every input at once and on f alone."""
+    import torch.autograd.forward_ad as fwAD
+
+    from seqmix.ops.feedback_solve import feedback_alpha, feedback_attention_solve
+    from seqmix.ops.feedback_solve.reference import feedback_solve_dense
+
+    g = torch.Generator().manual_seed(7)
+    f, qb, kb = (torch.randn(2, 9, d, generator=g, dtype=torch.float64) for d in (5, 4, 4))
+    gamma = 0.9 * torch.tanh(torch.randn(2, 9, generator=g, dtype=torch.float64))
+    inputs = (f, gamma, qb, kb)
+    for which in ((0, 1, 2, 3), (0,)):
+        tangents = [torch.randn_like(x) if i in which else torch.zeros_like(x) for i, x in enumerate(inputs)]
+
+        def composed(f, gamma, qb, kb):
+            return feedback_solve_dense(f, gamma, feedback_alpha(qb, kb, 0.5))
+
+        outs = []
+        for fn in (lambda *a: feedback_attention_solve(*a, 0.5), composed):
+            with fwAD.dual_level():
+                duals = [fwAD.make_dual(x, t) if i in which else x for i, (x, t) in enumerate(zip(inputs, tangents))]
+                outs.append(fwAD.unpack_dual(fn(*duals)).tangent)
+        assert torch.allclose(outs[0], outs[1], atol=1e-12)
+
+
 def test_lag_bins_and_slopes():
     assert log2_lag_edges(9) == [0, 1, 2, 4, 8, 16]
     lags = torch.arange(10)

@@ -50,6 +50,7 @@ class MambaBlock(nn.Module):
     """Mamba-1 mixer: y = out_proj(unit(SiLU(conv(x W_x))) * SiLU(x W_z)), d_inner = expand * d_model."""
 
     causal = True
+    native_block = "pre_norm"  # its standard block (models.blocks, block: native): x + mixer(RMSNorm x)
 
     def __init__(
         self,
@@ -122,6 +123,7 @@ class Mamba2(nn.Module):
     backend = BackendOf(select=lambda m: (ssd_ops.OP,) if m.mode == "chunked" else ())
 
     causal = True
+    native_block = "pre_norm"  # its standard block (models.blocks, block: native): x + mixer(RMSNorm x)
 
     def __init__(
         self,

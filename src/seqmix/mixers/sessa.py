@@ -7,7 +7,8 @@ Mixer, on a_bar: (B, T, D):
     alpha   = softmax_{j<t}(D^-1/2 q_b[t] . k_b[j])   feedback branch: ONE head of full width D, no positional
                                                 encoding, strictly past; row 0 is empty and set to 0
     gamma_t = gamma_max tanh(gamma_bias + a_bar_t . w_gamma)       gamma_bias init 1.0, gamma_max = 0.999
-    s       = (I - B_fb)^{-1} f,  B_fb[t, j] = gamma_t alpha[t, j]    (seqmix.ops.feedback_solve)
+    s       = (I - B_fb)^{-1} f,  B_fb[t, j] = gamma_t alpha[t, j]    (seqmix.ops.feedback_solve; alpha and the
+                                                solve in one autograd Function that saves only alpha)
 ``feedback=False`` (registered as ``sessa_nofb``) drops proj_fb and gamma and returns s = f (the Sec. 5.2
 ablation; fewer parameters, not re-matched, as in the paper).
 
@@ -34,8 +35,9 @@ from .base import check_divides, check_input, check_positive_int, register_prese
 
 @register_mixer("sessa")
 class SessaMixer(nn.Module):
-    backend = BackendOf(select=lambda m: (fs_ops.OP,) if m.feedback else ())
+    backend = BackendOf(select=lambda m: (fs_ops.ATTENTION_OP,) if m.feedback else ())
     causal = True
+    native_block = "gated"  # the Sessa block is its own (models.blocks, block: native)
 
     def __init__(
         self,
@@ -95,22 +97,18 @@ class SessaMixer(nn.Module):
 
     def feedback_weights(self, a: torch.Tensor) -> torch.Tensor:
         """alpha_fb: (B, T, T), softmax over j < t, row 0 all zero."""
-        T = a.shape[1]
         qb, kb = self.proj_fb(a).chunk(2, dim=-1)
-        logits = (qb @ kb.transpose(1, 2)) * self.d_model**-0.5
-        strict = torch.ones(T, T, dtype=torch.bool, device=a.device).tril(-1)
-        strict_row0 = strict.clone()
-        strict_row0[0, 0] = True  # row 0 has no past: give the softmax one finite entry, zero the row after
-        alpha = torch.softmax(logits.masked_fill(~strict_row0, float("-inf")), dim=-1)
-        return alpha * strict.to(alpha.dtype)
+        return fs_ops.feedback_alpha(qb, kb, self.d_model**-0.5)
 
     def forward(self, a: torch.Tensor) -> torch.Tensor:
-        """a (= GELU of the block's input branch): (B, T, D) -> s: (B, T, D), causal."""
+        """a (= GELU of the block's input branch): (B, T, D) -> s: (B, T, D), causal. The feedback branch
+        saves one T x T (alpha) per sequence for backward (ops/feedback_solve/saved_once.py)."""
         check_input(a, self.d_model, "SessaMixer")
         f = self.forward_branch(a)
         if not self.feedback:
             return f
-        return fs_ops.feedback_solve(f, self.gamma(a), self.feedback_weights(a))
+        qb, kb = self.proj_fb(a).chunk(2, dim=-1)
+        return fs_ops.feedback_attention_solve(f, self.gamma(a), qb, kb, self.d_model**-0.5)
 
     # ------------------------------------------------------------------ decoding, O(t D) per step
     def init_state(self, batch: int, dtype=torch.float32, device=None) -> dict:

@@ -54,6 +54,7 @@ def alibi_slopes(heads: int) -> torch.Tensor:
 class SoftmaxAttention(nn.Module):
     backend = "reference"  # plain torch (SDPA); no op of ours
     causal = True
+    native_block = "pre_norm_mlp"  # its standard block (models.blocks, block: native): pre-LN + MLP
 
     def __init__(
         self,

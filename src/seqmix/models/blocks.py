@@ -2,7 +2,14 @@
 
 - ``residual_mlp``: x + mixer(Norm x), then x + MLP(Norm x) with MLP = Linear(d, m) - GELU - Linear(m, d)
   (m = 0: no MLP sub-block, e.g. native Mamba stacks).
-- ``gated``: the Sessa block around the mixer (seqmix.mixers.sessa.SessaBlock), no separate MLP.
+- ``gated``: the Sessa block around the mixer (seqmix.mixers.sessa.SessaBlock), no separate MLP. With every
+  model gated this is the sessa spec's ``macro=shared`` layout (§2.4 Option A, §5 row 1).
+- ``native``: each mixer's own standard block, named by its class attribute ``native_block`` (the sessa spec's
+  ``macro=native``, §2.4-2.5 Option B):
+  ``pre_norm_mlp`` x + mixer(LN x), then x + MLP(LN x) (the Transformer's pre-LN block; MLP hidden from
+  ``mlp_ratio``/``mlp_hidden``, 4 D by default), ``pre_norm`` x + mixer(RMSNorm x) with no MLP (the Mamba /
+  Mamba2 LM block: the mixer is itself gated), ``gated`` the Sessa block. The model's ``norm`` option does not
+  apply inside native blocks (each layout fixes its norm); it still sets the final norm.
 Mixers that need token ids (learned per-token rotation angles) get them as ``tokens=``.
 """
 
@@ -17,7 +24,8 @@ from ..mixers.base import build_mixer
 from ..mixers.sessa import SessaBlock
 from ..options import Opt
 
-BLOCKS = ("residual_mlp", "gated")  # = typing.get_args(BlockKind)
+BLOCKS = ("residual_mlp", "gated", "native")  # = typing.get_args(BlockKind)
+NATIVE_BLOCKS = ("pre_norm_mlp", "pre_norm", "gated")  # the values a mixer's ``native_block`` may take
 
 
 class RMSNorm(nn.Module):
@@ -81,13 +89,38 @@ def make_blocks(
     blocks = []
     for layer in range(n_layers):
         m = build_mixer(name, d_model, layer_idx=layer, seq_len=seq_len, model_facts={"vocab_size": vocab_size}, **opts)
-        blocks.append(SessaBlock(d_model, m) if block == "gated" else ResidualBlock(d_model, m, mlp_hidden, norm))
+        if block == "native":
+            blocks.append(native_block(d_model, m, name, mlp_hidden))
+        else:
+            blocks.append(SessaBlock(d_model, m) if block == "gated" else ResidualBlock(d_model, m, mlp_hidden, norm))
     return nn.ModuleList(blocks)
+
+
+def native_block(d_model: int, mixer: nn.Module, name: str, mlp_hidden: int) -> nn.Module:
+    """The block ``mixer`` declares as its own (``native_block``); see the module docstring."""
+    kind = getattr(mixer, "native_block", None)
+    if kind not in NATIVE_BLOCKS:
+        raise ValueError(
+            f"model.block: 'native' needs the mixer to declare its own block, but mixer {name!r} has "
+            f"native_block = {kind!r} (expected one of {NATIVE_BLOCKS}); use block 'residual_mlp' or 'gated'"
+        )
+    if kind == "gated":
+        return SessaBlock(d_model, mixer)
+    if kind == "pre_norm":
+        return ResidualBlock(d_model, mixer, 0, "rmsnorm")
+    return ResidualBlock(d_model, mixer, mlp_hidden, "layernorm")
 
 
 # The typed options every residual stack (decoder LM, sequence classifier) shares: both models' signatures use
 # these, so their generated schemas carry the same constraints.
-BlockKind = Literal["residual_mlp", "gated"]
+BlockKind = Annotated[
+    Literal["residual_mlp", "gated", "native"],
+    Opt(
+        description="residual_mlp: x + mixer(Norm x), x + MLP(Norm x); gated: the Sessa block around the mixer "
+        "(sessa spec macro=shared); native: each mixer's own block (pre-LN attention + MLP for attention, "
+        "x + Mamba2(RMSNorm x) for Mamba/Mamba2, the Sessa block for Sessa; sessa spec macro=native)"
+    ),
+]
 NormKind = Literal["layernorm", "rmsnorm"]
 MlpRatio = Annotated[float, Opt(minimum=0)]
 MlpHidden = Annotated[int | None, Opt(minimum=0)]

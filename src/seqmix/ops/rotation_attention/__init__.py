@@ -1,0 +1,17 @@
+"""Causal softmax attention with accumulated SO(2) rotations (q/k, optionally v) and ALiBi: see reference.py;
+the flash-style kernel is triton.py."""
+
+from __future__ import annotations
+
+from ..dispatch import Op
+from . import reference
+
+OP = Op("rotation_attention", __name__, reference.rotation_attention)
+BACKENDS = OP.backends
+backend_for = OP.backend_for
+rope_steps = reference.rope_steps
+
+
+def rotation_attention(q, k, v, psi=None, psi_v=None, slopes=None, scale=None, layout="half", backend=None):
+    """Arguments and shapes as in ``reference.rotation_attention``."""
+    return OP(q, backend, q, k, v, psi=psi, psi_v=psi_v, slopes=slopes, scale=scale, layout=layout)

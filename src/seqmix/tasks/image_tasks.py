@@ -1,0 +1,117 @@
+"""The B2S6 pixel-sequence tasks: ``lra_image`` (LRA Image and sCIFAR, b2s6 spec E6/E7) and ``lra_pathfinder``
+(Pathfinder, and Path-X with ``resolution: 128``), on ``lra_tasks.ClassificationSet``.
+
+``lra_image`` ``source``: ``auto`` (Fashion-MNIST when its idx files are found, else scikit-learn digits: the
+offline substitutes of b2s6 spec §7), ``digits``, ``fashion-mnist`` or ``cifar10`` (the python-pickle batches in
+``data_dir``); ``channels`` 1 (grayscale, the spec's sCIFAR and LRA Image) or 3 (CIFAR colour);
+``image_size`` resizes bilinearly (digits 8x8 -> 16 or 32 for L = 256 or 1024). ``lra_pathfinder``
+``source``: ``generated`` (our procedural generator) or ``lra`` (a ``curv_*`` folder of the LRA release in
+``data_dir``). Inputs (B, L, C) float, standardised by the train split's per-channel mean and std.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+import torch
+
+from ..options import NonNegInt, OptPosInt, PosInt
+from ..registry import register_task
+from .image_data import find_fashion_mnist
+from .lra_tasks import ClassificationSet, _sizes, fingerprint
+
+
+@register_task("lra_image")
+class LRAImage(ClassificationSet):
+    """10-class images as (B, H*W, channels) float pixel sequences."""
+
+    task_name = "lra_image"
+
+    n_classes = 10
+    pixels = True
+
+    def __init__(
+        self,
+        *,
+        source: Literal["auto", "digits", "fashion-mnist", "cifar10"] = "auto",
+        data_dir: str | None = None,
+        data_seed: NonNegInt = 0,
+        channels: Literal[1, 3] = 1,
+        image_size: OptPosInt = None,
+        train_size: OptPosInt = None,
+        val_size: OptPosInt = None,
+        test_size: OptPosInt = None,
+        eval_split: Literal["test", "val"] = "test",
+        eval_batch: PosInt = 64,
+        cache_dir: str | None = None,
+        dtype: torch.dtype = torch.float32,
+    ):
+        directory = os.fspath(data_dir) if data_dir else None
+        if source in ("auto", "fashion-mnist"):
+            found = find_fashion_mnist(directory)
+            directory = os.fspath(found) if found else directory
+        self.builder, self.inputs = "images", fingerprint([directory] if directory else [])
+        self.args = {
+            "source": source,
+            "directory": directory,
+            "channels": channels,
+            "image_size": image_size,
+            "seed": data_seed,
+            "caps": {"train": train_size, "val": val_size, "test": test_size},
+        }
+        self.channels, self.image_size = channels, image_size
+        self._setup(cache_dir, eval_split, eval_batch, dtype)
+
+    @property
+    def seq_len(self) -> int:
+        return int(self.data["train/x"].shape[1])
+
+    def model_inputs(self) -> dict:
+        return {"d_in": self.channels, "d_out": self.d_out, "seq_len": self.seq_len}
+
+
+@register_task("lra_pathfinder")
+class LRAPathfinder(ClassificationSet):
+    """Are the two dots joined? (B, resolution**2, 1) float pixel sequences, 2 classes."""
+
+    task_name = "lra_pathfinder"
+
+    pixels = True
+
+    def __init__(
+        self,
+        *,
+        source: Literal["generated", "lra"] = "generated",
+        data_dir: str | None = None,
+        data_seed: NonNegInt = 0,
+        resolution: PosInt = 32,
+        path_len: OptPosInt = None,
+        n_distractors: NonNegInt = 2,
+        train_size: PosInt = 2000,
+        val_size: PosInt = 200,
+        test_size: PosInt = 200,
+        eval_split: Literal["test", "val"] = "test",
+        eval_batch: PosInt = 64,
+        cache_dir: str | None = None,
+        dtype: torch.dtype = torch.float32,
+    ):
+        if source == "lra":
+            if not data_dir:
+                raise ValueError(
+                    "lra_pathfinder: source 'lra' needs data_dir (e.g. pathfinder32/curv_contour_length_14)"
+                )
+            self.builder, self.inputs = "pathfinder_dir", fingerprint([os.path.join(data_dir, "metadata")])
+            self.args = {"directory": os.fspath(data_dir), "seed": data_seed}
+        else:
+            self.builder, self.inputs = "pathfinder", []
+            self.args = {
+                "seed": data_seed,
+                "sizes": _sizes(train_size, val_size, test_size),
+                **{"size": resolution, "path_len": path_len, "n_distractors": n_distractors},
+            }
+        self.seq_len = resolution * resolution
+        self._setup(cache_dir, eval_split, eval_batch, dtype)
+
+    def model_inputs(self) -> dict:
+        return {"d_in": 1, "d_out": self.d_out, "seq_len": self.seq_len}
