@@ -107,3 +107,52 @@ class LayerwiseEdgeAttention(Protocol):
 
     def layer_parameters(self) -> list[list[nn.Parameter]]:
         """The parameters of each distinct layer (one list when the layers are tied)."""
+
+
+@runtime_checkable
+class LayerStack(Protocol):
+    """A token model built as embedding -> blocks -> head (the decoder LM, the sequence classifier): the
+    pieces the influence and gradient-flow probes hook into (sessa spec §3.6 D6, D8)."""
+
+    def token_embedding(self) -> nn.Module:
+        """The module that maps token ids (B, T) to the first hidden states e: (B, T, d)."""
+
+    def layers(self) -> nn.ModuleList:
+        """The blocks, in order; block l maps (B, T, d) -> (B, T, d)."""
+
+    def mixers(self) -> list[nn.Module]:
+        """The mixer of each block, in order (its input is what the routing probes read)."""
+
+
+@runtime_checkable
+class FeedbackRouting(Protocol):
+    """Sessa's feedback branch (sessa spec §2.2), evaluated on the mixer's input a: (B, T, D). A mixer built
+    without the branch has ``feedback`` False and cannot answer the two methods."""
+
+    feedback: bool
+    gamma_max: float
+
+    def gamma(self, a: torch.Tensor) -> torch.Tensor:
+        """gamma_t: (B, T)."""
+
+    def feedback_weights(self, a: torch.Tensor) -> torch.Tensor:
+        """alpha_fb: (B, T, T), a softmax over j < t per row, row 0 zero."""
+
+
+@runtime_checkable
+class AttentionWeights(Protocol):
+    """Causal softmax attention that can return its attention probabilities (without changing ``forward``)."""
+
+    def attention_weights(self, x: torch.Tensor) -> torch.Tensor:
+        """x: (B, T, d) -> alpha: (B, H, T, T), row t a distribution over j <= t."""
+
+
+@runtime_checkable
+class SelectiveDecay(Protocol):
+    """A selective SSM with a scalar decay per head (Mamba2): h_t = exp(A_h Delta_t) h_{t-1} + ..."""
+
+    def step_sizes(self, u: torch.Tensor) -> torch.Tensor:
+        """u: (B, L, d) -> Delta: (B, L, H), the positive step sizes the forward uses."""
+
+    def decay_rates(self) -> torch.Tensor:
+        """A: (H,), negative."""

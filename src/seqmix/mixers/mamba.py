@@ -179,6 +179,16 @@ class Mamba2(nn.Module):
         sh = x.shape[:-1]
         return x.reshape(*sh, self.H, self.P), B.reshape(*sh, self.G, self.N), C.reshape(*sh, self.G, self.N)
 
+    def step_sizes(self, u: torch.Tensor) -> torch.Tensor:
+        """Delta = softplus(dt_raw + dt_bias): (B, L, H), the step sizes ``forward`` uses on u (sessa spec §3.6
+        D7; the state decays by exp(A_h Delta_t) per token)."""
+        check_input(u, self.d_model, "Mamba2")
+        return F.softplus(self._split(self.in_proj(u))[2] + self.dt_bias)
+
+    def decay_rates(self) -> torch.Tensor:
+        """A = -exp(A_log): (H,)."""
+        return -torch.exp(self.A_log)
+
     def forward(self, u: torch.Tensor) -> torch.Tensor:
         """u: (B, L, d_model) -> (B, L, d_model), causal."""
         check_input(u, self.d_model, "Mamba2")

@@ -68,14 +68,28 @@ class SessaMixer(nn.Module):
             self.gamma_bias = nn.Parameter(torch.tensor(1.0))
 
     # ------------------------------------------------------------------ pieces
+    def _forward_qkv(self, a: torch.Tensor):
+        """(q, k, v) of the forward branch, q and k rotated by RoPE: (B, H, T, d_h) each."""
+        Bsz, T, _ = a.shape
+        q, k, v = self.qkv(a).view(Bsz, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        cos, sin = rotary.cos_sin(rotary.rope_angles(T, self.omega), a.dtype)
+        return rotary.rotate(q, cos, sin, "interleaved"), rotary.rotate(k, cos, sin, "interleaved"), v
+
     def forward_branch(self, a: torch.Tensor) -> torch.Tensor:
         """f = out_proj(causal RoPE multi-head attention of a): (B, T, D)."""
         Bsz, T, D = a.shape
-        q, k, v = self.qkv(a).view(Bsz, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        cos, sin = rotary.cos_sin(rotary.rope_angles(T, self.omega), a.dtype)
-        q, k = rotary.rotate(q, cos, sin, "interleaved"), rotary.rotate(k, cos, sin, "interleaved")
+        q, k, v = self._forward_qkv(a)
         o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self.out_proj(o.transpose(1, 2).reshape(Bsz, T, D))
+
+    def attention_weights(self, a: torch.Tensor) -> torch.Tensor:
+        """The forward branch's causal attention probabilities on a: (B, H, T, T), zero above the diagonal
+        (sessa spec §3.6 D7; ``forward_branch`` applies these to v)."""
+        q, k, _ = self._forward_qkv(a)
+        T = a.shape[1]
+        future = torch.ones(T, T, dtype=torch.bool, device=a.device).triu(1)
+        logits = (q @ k.transpose(-1, -2)) / math.sqrt(self.head_dim)
+        return torch.softmax(logits.masked_fill(future, float("-inf")), dim=-1)
 
     def gamma(self, a: torch.Tensor) -> torch.Tensor:
         """gamma_t in (-gamma_max, gamma_max): (B, T)."""

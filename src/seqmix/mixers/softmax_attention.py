@@ -170,9 +170,15 @@ class SoftmaxAttention(nn.Module):
         return None, None
 
     # ------------------------------------------------------------------ forward
-    def forward(self, x: torch.Tensor, tokens: torch.Tensor | None = None) -> torch.Tensor:
-        """x: (B, T, d_model) -> (B, T, d_model), causal. ``tokens`` (B, T): only for learned per-token angles."""
-        check_input(x, self.d_model, type(self).__name__)
+    def _alibi_bias(self, T: int, device, dtype) -> torch.Tensor:
+        """-m_h (i - j) for j <= i, -inf above the diagonal: (H, T, T)."""
+        i = torch.arange(T, device=device)
+        dist = (i[:, None] - i[None, :]).to(dtype)
+        bias = -self.slopes.to(dtype)[:, None, None] * dist
+        return bias.masked_fill(i[None, :] > i[:, None], float("-inf"))
+
+    def _rotated_qk(self, x: torch.Tensor, tokens: torch.Tensor | None):
+        """(q, k, v, value angles or None): (B, H, T, d_h) each, q and k rotated by the position's angles."""
         Bsz, T, _ = x.shape
         q, k, v = self.qkv(x).view(Bsz, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
         th, thv = self.angles(x, tokens)
@@ -180,6 +186,30 @@ class SoftmaxAttention(nn.Module):
             cos, sin = rotary.cos_sin(th, x.dtype)
             q = rotary.rotate(q, cos, sin, self.layout)
             k = rotary.rotate(k, cos, sin, self.layout)
+        return q, k, v, thv
+
+    def attention_weights(self, x: torch.Tensor, tokens: torch.Tensor | None = None) -> torch.Tensor:
+        """The attention probabilities ``forward`` applies to x: (B, H, T, T), zero above the diagonal (sessa
+        spec §3.6 D7). Not for ``so2_random``: its angles are redrawn at every call, so they would not be
+        those of any forward."""
+        if self.position == "so2_random":
+            raise ValueError("attention_weights: so2_random redraws its angles at every call; no forward to match")
+        check_input(x, self.d_model, type(self).__name__)
+        T = x.shape[1]
+        q, k, _, _ = self._rotated_qk(x, tokens)
+        logits = (q @ k.transpose(-1, -2)) / math.sqrt(self.head_dim)
+        if self.position == "alibi":
+            logits = logits + self._alibi_bias(T, x.device, logits.dtype)
+        else:
+            future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+            logits = logits.masked_fill(future, float("-inf"))
+        return torch.softmax(logits, dim=-1)
+
+    def forward(self, x: torch.Tensor, tokens: torch.Tensor | None = None) -> torch.Tensor:
+        """x: (B, T, d_model) -> (B, T, d_model), causal. ``tokens`` (B, T): only for learned per-token angles."""
+        check_input(x, self.d_model, type(self).__name__)
+        Bsz, T, _ = x.shape
+        q, k, v, thv = self._rotated_qk(x, tokens)
         if thv is not None:
             cv, sv = rotary.cos_sin(thv, x.dtype)  # the same tensors rotate v and the output back (pitfall 2)
             v = rotary.rotate(v, cv, sv, self.layout)
@@ -187,11 +217,7 @@ class SoftmaxAttention(nn.Module):
             slopes = self.slopes if self.position == "alibi" else None
             o = blocked_causal_attention(q, k, v, block=self.query_block, slopes=slopes)
         elif self.position == "alibi":
-            i = torch.arange(T, device=x.device)
-            dist = (i[:, None] - i[None, :]).to(x.dtype)
-            bias = -self.slopes.to(x.dtype)[:, None, None] * dist
-            bias = bias.masked_fill(i[None, :] > i[:, None], float("-inf"))
-            o = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=self._alibi_bias(T, x.device, x.dtype))
         else:
             o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         if thv is not None:

@@ -56,6 +56,16 @@ class SequenceClassifier(nn.Module):
         self.norm = make_norm(norm, d_model)
         self.head = nn.Linear(d_model, K)
 
+    # what the influence and gradient-flow probes hook into (capabilities.LayerStack)
+    def token_embedding(self) -> nn.Module:
+        return self.encoder
+
+    def layers(self) -> nn.ModuleList:
+        return self.blocks
+
+    def mixers(self) -> list[nn.Module]:
+        return [blk.mixer for blk in self.blocks]
+
     def forward(self, inputs: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
         """inputs: (B, L) ids or (B, L, d_in); lengths: (B,) valid lengths or None -> logits (B, num_classes)."""
         x = self.encoder(inputs)

@@ -51,6 +51,16 @@ class DecoderLM(nn.Module):
         if tie_embeddings:
             self.head.weight = self.embed.weight
 
+    # what the influence and gradient-flow probes hook into (capabilities.LayerStack)
+    def token_embedding(self) -> nn.Module:
+        return self.embed
+
+    def layers(self) -> nn.ModuleList:
+        return self.blocks
+
+    def mixers(self) -> list[nn.Module]:
+        return [blk.mixer for blk in self.blocks]
+
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """tokens: (B, L) int64 -> logits (B, L, vocab)."""
         if tokens.dim() != 2 or tokens.dtype not in (torch.int64, torch.int32):

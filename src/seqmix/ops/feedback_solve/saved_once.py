@@ -66,7 +66,34 @@ class _FeedbackAttentionSolve(torch.autograd.Function):
             del neg_b, alpha_w
         ctx.scale, ctx.dtypes = scale, (f.dtype, gamma.dtype, qb.dtype, kb.dtype)
         ctx.save_for_backward(alpha, gamma, qb, kb, s)  # s in the solve's dtype; alpha the one T x T
-        return s.to(_result_dtype(f, gamma, alpha))
+        ctx.save_for_forward(alpha, gamma, qb, kb, s)  # forward mode (jvp) reads the same tensors
+        ctx.out_dtype = _result_dtype(f, gamma, alpha)
+        return s.to(ctx.out_dtype)
+
+    @staticmethod
+    def jvp(ctx, df, dgamma, dqb, dkb, _dscale):
+        """Forward mode (the D4 diagnostic's JVPs, sessa spec §3.6): ds = (I - B_fb)^{-1} (df + dB s) with
+        dB = (dgamma alpha + gamma dalpha) strictly lower, dalpha = alpha (dlogit - rowsum(alpha dlogit)) and
+        dlogit = scale (dq_b k_b^T + q_b dk_b^T). Inputs without a tangent arrive as None (zero)."""
+        alpha, gamma, qb, kb, s = ctx.saved_tensors
+        work = s.dtype
+        a, gam = alpha.to(work), gamma.to(work)
+        rhs = df.to(work) if df is not None else torch.zeros_like(s)
+        d_b = torch.zeros_like(a)
+        if dgamma is not None:
+            d_b = d_b + dgamma.to(work)[..., None] * a
+        if dqb is not None or dkb is not None:
+            dlogit = torch.zeros_like(a)
+            if dqb is not None:
+                dlogit = dlogit + dqb.to(work) @ kb.to(work).transpose(1, 2)
+            if dkb is not None:
+                dlogit = dlogit + qb.to(work) @ dkb.to(work).transpose(1, 2)
+            dlogit = dlogit * ctx.scale
+            dalpha = a * (dlogit - (a * dlogit).sum(-1, keepdim=True))  # alpha is zero off the strict past
+            d_b = d_b + gam[..., None] * dalpha
+        rhs = rhs + d_b.tril(-1) @ s
+        ds = torch.linalg.solve_triangular(_neg_routing(gam, a), rhs, upper=False, left=True, unitriangular=True)
+        return ds.to(ctx.out_dtype)
 
     @staticmethod
     @once_differentiable

@@ -1,7 +1,7 @@
 """Sessa paper ("Sessa: Selective State Space Attention"): its artefacts, declared in the ``artefacts:`` block
 of config/papers/sessa.yaml. Each is ``fn(spec, out)`` (see seqmix.artefacts for the spec)."""
 
-from . import analysis, figures, figures_theory, tables, theory
+from . import analysis, diagnostics, figures, figures_theory, tables, theory
 
 ARTEFACTS = {
     "parameters": analysis.parameters,
@@ -13,4 +13,8 @@ ARTEFACTS = {
     "figure_d5_deep": figures_theory.figure_d5_deep,
     "figure1": figures.figure1,
     "figure2": figures.figure2,
+    "d4_init_jacobians": diagnostics.d4_init_jacobians,
+    "d6_influence": diagnostics.d6_influence,
+    "d7_routing": diagnostics.d7_routing,
+    "d8_gradient_flow": diagnostics.d8_gradient_flow,
 }
