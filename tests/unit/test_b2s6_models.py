@@ -13,7 +13,7 @@ from seqmix.models.sizing import count_parameters
 from seqmix.tasks.byte_lm import ByteLM
 from seqmix.tasks.image_tasks import LRAImage
 from seqmix.tasks.lra_tasks import LRAListOps, LRARetrieval
-from seqmix.training.optim import param_groups
+from seqmix.training.optim import build_optimizer, param_groups
 
 UNIT = {"name": "b2s6", "blocks": 8, "d_state": 4}
 
@@ -166,3 +166,44 @@ def test_mamba_lm_with_a_swappable_unit_trains_on_bytes(byte_task, unit):
         x2 = x[:1].clone()
         x2[0, 20:] = (x2[0, 20:] + 1) % V
         torch.testing.assert_close(model(x2)[:, :20], y[:, :20])
+
+
+def _rates(model, **kw) -> dict[str, tuple[float, float]]:
+    ids = {id(p): n for n, p in model.named_parameters()}
+    return {ids[id(p)]: (g["lr"], g["weight_decay"]) for g in param_groups(model, **kw) for p in g["params"]}
+
+
+def test_config_param_hints_sweep_the_delta_rate():
+    """train.param_hints (spec §2.9 sweep of lr_Delta over {1e-3, 1e-4, 0}): a pattern's lr replaces the module's
+    reduced rate (lr_mult/lr_max included), lr 0 freezes the Delta parameters through a real AdamW step, other
+    parameters keep their groups, and a pattern that matches nothing is refused by its key."""
+    torch.manual_seed(0)
+    model = LRAClassifier(d_out=10, vocab_size=17, d_model=16, n_layers=1, mixer=UNIT)
+    default = _rates(model, lr=0.008, weight_decay=0.03)
+    for lr_delta in (1e-3, 1e-4, 0.0):
+        hints = {"*.mixer.*.w": {"lr": lr_delta}, "*.mixer.*.b": {"lr": lr_delta}}
+        rates = _rates(model, lr=0.008, weight_decay=0.03, config_hints=hints)
+        changed = {n for n in rates if rates[n] != default[n]}
+        assert rates["blocks.0.mixer.fwd.w"] == rates["blocks.0.mixer.bwd.b"] == (lr_delta, 0.0)
+        assert changed <= {n for n in rates if n.endswith((".w", ".b"))}
+    opt = build_optimizer(model, {"optimizer": "adamw", "lr": 0.008, "weight_decay": 0.03, "param_hints": hints})
+    frozen = model.blocks[0].mixer.fwd.b.detach().clone()
+    before_C = model.blocks[0].mixer.fwd.C.detach().clone()
+    model(torch.randint(1, 17, (2, 12))).sum().backward()
+    opt.step()
+    assert torch.equal(model.blocks[0].mixer.fwd.b, frozen) and not torch.equal(model.blocks[0].mixer.fwd.C, before_C)
+    with pytest.raises(ValueError, match=r"param_hints\['\*\.dt_bias'\].*matches no"):
+        param_groups(model, lr=0.008, config_hints={"*.dt_bias": {"lr": 0.0}})
+
+
+def test_train_schema_types_param_hints():
+    """The paper schema's train block accepts param_hints with the hint keys and refuses any other key."""
+    import jsonschema
+
+    from seqmix.config_base import load_schema
+
+    defs = load_schema("paper")["$defs"]
+    schema = {"$defs": defs, **defs["train_partial"]}
+    jsonschema.validate({"param_hints": {"*.w": {"lr": 1e-4, "weight_decay": 0}}}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"param_hints": {"*.w": {"learning_rate": 1e-4}}}, schema)

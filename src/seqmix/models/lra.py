@@ -35,7 +35,7 @@ from torch import nn
 
 from .. import registry
 from ..mixers.base import build_mixer
-from ..options import MixerSpec, NonNegInt, Opt, OptPosInt, PosInt
+from ..options import MixerSpec, Opt, OptPosInt, PosInt
 from .blocks import mixer_kwargs
 
 LRANorm = Literal["batchnorm", "layernorm"]
@@ -178,7 +178,9 @@ class LRAClassifier(nn.Module):
         if self.n_documents == 1:
             return self.head(self.encode(inputs))
         if inputs.dim() != 3 or inputs.shape[1] != 2:
-            raise ValueError(f"lra_classifier (n_documents 2): expected (batch, 2, length) ids, got {tuple(inputs.shape)}")
+            raise ValueError(
+                f"lra_classifier (n_documents 2): expected (batch, 2, length) ids, got {tuple(inputs.shape)}"
+            )
         B = inputs.shape[0]
         pooled = self.encode(inputs.reshape(2 * B, -1)).reshape(B, 2, -1)  # one pass, shared weights
         return self.head(pair_features(pooled[:, 0], pooled[:, 1]))
