@@ -37,6 +37,7 @@ _MODULES = (
     "seqmix.mixers.bidirectional",
     "seqmix.models.lm",
     "seqmix.models.classifier",
+    "seqmix.models.lra",
     "seqmix.tasks.assoc_recall",
     "seqmix.tasks.symbolsoup",
     "seqmix.tasks.diffuse_mqar",

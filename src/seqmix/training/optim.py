@@ -7,12 +7,18 @@ Groups (``param_groups``):
   being a dict of ``weight_decay`` (absolute), ``lr`` (absolute), ``lr_mult`` (times the base lr) and
   ``lr_max`` (a cap on the result). B2S6 declares its A / Delta / B-bias learning rates this way (b2s6 spec
   §2.9). The hints of an outer module win over those of an inner one.
+- a leaf config may override them with ``train.param_hints: {fnmatch pattern over parameter names: hint}``
+  (same keys; e.g. the b2s6 spec §2.9 sweep of the Delta learning rate, ``{"*.w": {"lr": 1e-4}}``; lr 0
+  freezes). A config hint wins over every module hint; one that sets a learning rate replaces the module's
+  lr / lr_mult / lr_max. A pattern that matches no trainable parameter is an error (a typo would otherwise
+  train with the defaults silently). Without the key the groups are exactly those of the module hints.
 Parameters with equal (lr, weight_decay) share a group, in the order they first appear in
 ``model.named_parameters()``, so optimizer state dicts are stable across runs.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import math
 from collections.abc import Iterable
 
@@ -60,6 +66,33 @@ def collect_hints(model: nn.Module) -> dict[int, dict]:
     return hints
 
 
+LR_KEYS = {"lr", "lr_mult", "lr_max"}
+
+
+def apply_config_hints(model: nn.Module, hints: dict[int, dict], config_hints: dict | None) -> dict[int, dict]:
+    """``hints`` updated by ``train.param_hints`` ({pattern: hint}, see the module docstring)."""
+    out = dict(hints)
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    for pattern, hint in (config_hints or {}).items():
+        unknown = set(hint) - HINT_KEYS
+        if unknown:
+            raise ValueError(
+                f"train.param_hints[{pattern!r}]: unknown keys {sorted(unknown)}; allowed: {sorted(HINT_KEYS)}"
+            )
+        matched = [p for n, p in named if fnmatch.fnmatchcase(n, pattern)]
+        if not matched:
+            raise ValueError(
+                f"train.param_hints[{pattern!r}]: matches no trainable parameter name "
+                f"(e.g. {', '.join(n for n, _ in named[:4])})"
+            )
+        for p in matched:
+            base = out.get(id(p), {})
+            if LR_KEYS & set(hint):
+                base = {k: v for k, v in base.items() if k not in LR_KEYS}
+            out[id(p)] = {**base, **hint}
+    return out
+
+
 def _no_decay_ids(model: nn.Module) -> set[int]:
     ids = {id(p) for p in model.parameters() if p.dim() < 2}
     for module in model.modules():
@@ -68,9 +101,12 @@ def _no_decay_ids(model: nn.Module) -> set[int]:
     return ids
 
 
-def param_groups(model: nn.Module, lr: float, weight_decay: float = 0.0) -> list[dict]:
-    """Optimizer groups of ``model`` (see the module docstring); each carries a readable ``name``."""
-    hints, no_decay = collect_hints(model), _no_decay_ids(model)
+def param_groups(
+    model: nn.Module, lr: float, weight_decay: float = 0.0, config_hints: dict | None = None
+) -> list[dict]:
+    """Optimizer groups of ``model`` (see the module docstring); each carries a readable ``name``.
+    ``config_hints``: the leaf's ``train.param_hints`` ({pattern: hint}) or None."""
+    hints, no_decay = apply_config_hints(model, collect_hints(model), config_hints), _no_decay_ids(model)
     groups: dict[tuple[float, float], dict] = {}
     for name, p in model.named_parameters():  # shared (tied) parameters appear once
         if not p.requires_grad:
@@ -101,7 +137,7 @@ def build_optimizer(params: nn.Module | Iterable, cfg: dict) -> torch.optim.Opti
     wd = cfg.get("weight_decay", 0.0)
     betas = tuple(cfg.get("betas", (0.9, 0.999)))
     if isinstance(params, nn.Module):
-        params = param_groups(params, lr, wd)
+        params = param_groups(params, lr, wd, cfg.get("param_hints"))
     if name == "adam":
         return torch.optim.Adam(params, lr=lr, betas=betas, weight_decay=wd)
     if name == "adamw":
