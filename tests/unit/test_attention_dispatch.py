@@ -1,12 +1,13 @@
 """The attention mixer (SoftmaxAttention) on the rotation-attention op: where the op's automatic choice is its
 Triton kernel it routes every position through the op (angle steps, ALiBi slopes, layout, value rotation) and
 says so in ``backend`` (and the MLflow backend tag); elsewhere its torch paths run and it says "reference".
+Sessa's forward branch (RoPE attention, interleaved pairs) does the same.
 
 The kernel runs here in Triton's CPU interpreter (TRITON_INTERPRET=1 is set before the kernel module imports,
 restored after this module), forced onto CPU tensors by the only test-side hook: the op's ``backend_on`` is
 monkeypatched to say "triton" and the interpreted kernel is put in its backends (the dispatcher's automatic
 choice on CUDA, made on the CPU). Outputs and parameter gradients are compared with the default torch path by
-relative RMSE <= 5e-6 in float32. Guards: on today's main the mixer never calls the op (the kernel spy stays
+relative RMSE <= 5e-6 in float32. Guards: on today's main the mixers never call the op (the kernel spy stays
 at zero calls) and its ``backend`` is the fixed string "reference". The CPU-default tests guard what must not
 change (they pass on main too).
 """
@@ -21,6 +22,7 @@ import pytest
 import torch
 from torch import nn
 
+from seqmix.mixers.sessa import SessaMixer
 from seqmix.mixers.softmax_attention import SoftmaxAttention
 from seqmix.ops import rotation_attention as ra_ops
 from seqmix.ops.backends import backend_tag
@@ -107,11 +109,12 @@ def _mixer(options: dict, d_model: int = 32, heads: int = 2) -> SoftmaxAttention
     return mixer
 
 
-def _run(mixer: SoftmaxAttention, x: torch.Tensor, tokens: torch.Tensor) -> tuple[torch.Tensor, dict]:
+def _run(mixer: nn.Module, x: torch.Tensor, tokens: torch.Tensor | None) -> tuple[torch.Tensor, dict]:
     """Output and the gradient of a fixed random projection of it w.r.t. every parameter."""
     mixer.zero_grad()
-    mixer.reseed()  # so2_random: both runs draw the same steps
-    out = mixer(x, tokens=tokens) if mixer.needs_tokens else mixer(x)
+    if hasattr(mixer, "reseed"):
+        mixer.reseed()  # so2_random: both runs draw the same steps
+    out = mixer(x, tokens=tokens) if getattr(mixer, "needs_tokens", False) else mixer(x)
     weight = torch.randn(out.shape, generator=torch.Generator().manual_seed(5))
     (out * weight).sum().backward()
     return out.detach(), {n: p.grad.clone() for n, p in mixer.named_parameters()}
@@ -176,3 +179,35 @@ def test_on_cpu_by_default_the_torch_path_runs_without_touching_cuda(case, no_cu
     assert mixer.backend == "reference" and ra_ops.OP.backend_on(x.device) != "triton"
     out, grads = _run(mixer, x, tokens)
     assert out.shape == x.shape and all(torch.isfinite(g).all() for g in grads.values())
+
+
+@pytest.mark.parametrize("feedback", [True, False])
+def test_sessa_forward_branch_through_the_kernel_equals_its_torch_path(feedback, request):
+    """Sessa's forward branch (RoPE, interleaved pairs) runs through the op where its kernel runs; the
+    feedback branch is untouched. Outputs and parameter gradients as the torch path's."""
+    torch.manual_seed(0)
+    mixer = SessaMixer(32, heads=2, feedback=feedback)
+    x, _ = _inputs()
+    assert mixer.backend == "reference"
+    expected, expected_grads = _run(mixer, x, None)
+    calls = request.getfixturevalue("kernel_calls")
+    # the feedback solve's op is not forced here: on CPU it says "reference" beside the forced kernel
+    assert mixer.backend == ("reference+triton" if feedback else "triton")
+    got, got_grads = _run(mixer, x, None)
+    assert len(calls) == 1 and calls[0]["layout"] == "interleaved" and calls[0]["psi_v"] is None
+    assert rel_rmse(got, expected) <= TOL, f"output: rel RMSE {rel_rmse(got, expected):.2e}"
+    for name, g in got_grads.items():
+        err = rel_rmse(g, expected_grads[name])
+        assert err <= TOL, f"sessa: gradient of {name}: rel RMSE {err:.2e}"
+
+
+def test_sessa_on_cpu_by_default_runs_its_torch_branch_without_touching_cuda(no_cuda, monkeypatch):
+    def op_called(*args, **kwargs):
+        raise AssertionError("the rotation-attention op ran on CPU by default")
+
+    for name in list(ra_ops.OP.backends):
+        monkeypatch.setitem(ra_ops.OP.backends, name, op_called)
+    mixer = SessaMixer(32, heads=2)
+    assert mixer.backend == "reference"
+    out, grads = _run(mixer, _inputs(T=20)[0], None)
+    assert out.shape == (2, 20, 32) and all(torch.isfinite(g).all() for g in grads.values())
