@@ -19,6 +19,7 @@ path (same gradients) but gains no memory from it.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 from ..ops.checks import Signature, positive_int
 
@@ -71,3 +72,31 @@ def blocked_causal_attention(
         logits.mul_(scale).add_(block_bias(start, end, slopes, dtype, q.device))
         outs.append(torch.softmax(logits, dim=-1) @ v[..., :end, :])
     return torch.cat(outs, dim=-2) if outs else v.clone()
+
+
+def causal_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    slopes: torch.Tensor | None,
+    query_block: int | None,
+    bias_dtype: torch.dtype,
+) -> torch.Tensor:
+    """The attention mixer's plain torch path. q, k, v: (Nb, H, T, d); slopes: (H,) ALiBi or None. Sequences
+    longer than ``query_block`` run in query blocks; otherwise one SDPA call (fused causal kernel without a
+    bias, the explicit (H, T, T) ALiBi bias in ``bias_dtype``, the mixer input's, with one). -> (Nb, H, T, d)."""
+    T = q.shape[-2]
+    if query_block is not None and T > query_block:
+        return blocked_causal_attention(q, k, v, block=query_block, slopes=slopes)
+    if slopes is None:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=alibi_bias(T, slopes, q.device, bias_dtype))
+
+
+def alibi_bias(T: int, slopes: torch.Tensor, device, dtype: torch.dtype) -> torch.Tensor:
+    """-m_h (i - j) for j <= i, -inf above the diagonal: (H, T, T) (one call's explicit ALiBi bias)."""
+    i = torch.arange(T, device=device)
+    dist = (i[:, None] - i[None, :]).to(dtype)
+    bias = -slopes.to(dtype)[:, None, None] * dist
+    return bias.masked_fill(i[None, :] > i[:, None], float("-inf"))

@@ -27,6 +27,7 @@ from torch import nn
 
 from ..ops import feedback_solve as fs_ops
 from ..ops import rotary
+from ..ops import rotation_attention as ra_ops
 from ..ops.dispatch import BackendOf
 from ..options import Opt, PosFloat, PosInt
 from ..registry import register_mixer
@@ -35,7 +36,9 @@ from .base import check_divides, check_input, check_positive_int, register_prese
 
 @register_mixer("sessa")
 class SessaMixer(nn.Module):
-    backend = BackendOf(select=lambda m: (fs_ops.ATTENTION_OP,) if m.feedback else ())
+    # the forward branch runs the rotation-attention op only where its kernel runs (else SDPA, which the op's
+    # automatic choice there, "reference", names too); the feedback branch always calls its op
+    backend = BackendOf(select=lambda m: (ra_ops.OP, fs_ops.ATTENTION_OP) if m.feedback else (ra_ops.OP,))
     causal = True
     native_block = "gated"  # the Sessa block is its own (models.blocks, block: native)
 
@@ -68,17 +71,26 @@ class SessaMixer(nn.Module):
             self.gamma_bias = nn.Parameter(torch.tensor(1.0))
 
     # ------------------------------------------------------------------ pieces
+    def _rope_qk(self, q: torch.Tensor, k: torch.Tensor, T: int, dtype: torch.dtype):
+        """q and k (B, H, T, d_h) rotated by RoPE (interleaved), as the torch path of the forward branch does."""
+        cos, sin = rotary.cos_sin(rotary.rope_angles(T, self.omega), dtype)
+        return rotary.rotate(q, cos, sin, "interleaved"), rotary.rotate(k, cos, sin, "interleaved")
+
     def _forward_qkv(self, a: torch.Tensor):
         """(q, k, v) of the forward branch, q and k rotated by RoPE: (B, H, T, d_h) each."""
         Bsz, T, _ = a.shape
         q, k, v = self.qkv(a).view(Bsz, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        cos, sin = rotary.cos_sin(rotary.rope_angles(T, self.omega), a.dtype)
-        return rotary.rotate(q, cos, sin, "interleaved"), rotary.rotate(k, cos, sin, "interleaved"), v
+        return (*self._rope_qk(q, k, T, a.dtype), v)
 
     def forward_branch(self, a: torch.Tensor) -> torch.Tensor:
-        """f = out_proj(causal RoPE multi-head attention of a): (B, T, D)."""
+        """f = out_proj(causal RoPE multi-head attention of a): (B, T, D). Through the rotation-attention kernel
+        where it runs (CUDA); elsewhere rotate + SDPA, as always."""
         Bsz, T, D = a.shape
-        q, k, v = self._forward_qkv(a)
+        q, k, v = self.qkv(a).view(Bsz, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        if ra_ops.OP.backend_on(a.device) == "triton":
+            o = ra_ops.rotation_attention(q, k, v, ra_ops.rope_steps(T, self.omega), layout="interleaved")
+            return self.out_proj(o.transpose(1, 2).reshape(Bsz, T, D))
+        q, k = self._rope_qk(q, k, T, a.dtype)
         o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self.out_proj(o.transpose(1, 2).reshape(Bsz, T, D))
 

@@ -16,10 +16,11 @@ Positional mechanisms (``position``):
   table, with ``token_angles`` (set by the so2_learned_* presets) when ``vocab_size`` is known: the model
   fills it in, and passes ``tokens``) or g_t = x_t W_g (hidden-state dependent otherwise); E / W_g start at
   zero, so the variant equals RoPE at initialisation.
-Long sequences: ``query_block`` (None: one SDPA call) attends sequences longer than it in blocks of that many
-queries against all earlier keys (``blocked_attention``), the ALiBi bias built per block from positions: the
-same outputs, and memory linear in T where the one call would materialise the (H, T, T) ALiBi bias. The other
-positions already run SDPA's fused causal kernel (memory O(T)) in one call; blocks are exact for them too.
+Backends: on CUDA with the rotation-attention Triton kernel registered, every position runs through that op
+(``steps``, ALiBi slopes, the layout; no T x T tensor, so ``query_block`` is moot) and ``backend`` says "triton".
+Elsewhere the torch paths run, unchanged, and it says "reference": one SDPA call, or with ``query_block`` (None:
+never) sequences longer than it in query blocks against all earlier keys (``blocked_attention``; the same
+outputs, the ALiBi bias built per block, memory linear in T where one call materialises the (H, T, T) bias).
 Per layer: ``layer_idx`` offsets ``angle_seed`` (layer l draws its random steps from seed + 7919 l).
 Accumulated angles are EXCLUSIVE prefix sums in float64 (seqmix.ops.rotary). Direction convention (one
 for all variants; see ops/rotary/reference.py): q, k (and v) at position i are rotated by R(+Theta_i) and the
@@ -39,12 +40,13 @@ from torch import nn
 
 from ..ops import path_attention as path_ops
 from ..ops import rotary
+from ..ops import rotation_attention as ra_ops
 from ..ops.dispatch import BackendOf
 from ..ops.path_attention import path_attention
 from ..options import NonNegInt, Opt, OptPosInt, PosFloat, PosInt
 from ..registry import register_mixer
 from .base import check_divides, check_input, check_positive_int, register_preset
-from .blocked_attention import blocked_causal_attention
+from .blocked_attention import alibi_bias, causal_attention
 
 Position = Literal["nope", "rope", "alibi", "so2_random", "so2_learned"]
 POSITIONS = typing.get_args(Position)
@@ -57,7 +59,9 @@ def alibi_slopes(heads: int) -> torch.Tensor:
 
 @register_mixer("softmax_attention")
 class SoftmaxAttention(nn.Module):
-    backend = "reference"  # plain torch (SDPA); no op of ours
+    # what forward runs on the module's device: the op's kernel where ``uses_kernel``, else plain torch (SDPA or
+    # the query-blocked path), which the op's automatic choice off CUDA ("reference") names as well
+    backend = BackendOf(select=lambda m: (ra_ops.OP,) if m.head_dim % 2 == 0 else ())
     causal = True
     native_block = "pre_norm_mlp"  # its standard block (models.blocks, block: native): pre-LN + MLP
 
@@ -143,51 +147,51 @@ class SoftmaxAttention(nn.Module):
         u = torch.rand(Bsz, nh, T, self.head_dim // 2, generator=self._gen, dtype=torch.float64)
         return ((2 * u - 1) * self.random_scale * self.omega.cpu()).to(self.omega.device)
 
-    def angles(self, x: torch.Tensor, tokens: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """(Theta for q/k, Theta for v or None): float64, (B or 1, H or 1, T, d_h/2), wrapped."""
+    def _learned_steps(self, x: torch.Tensor, tokens: torch.Tensor | None) -> torch.Tensor:
+        """psi_t = omega + pi tanh(g_t): float64 (B, H or 1, T, d_h/2)."""
+        Bsz, T, _ = x.shape
+        if self.needs_tokens:
+            if tokens is None:
+                raise ValueError("so2_learned with vocab_size needs tokens=(batch, length) token ids")
+            g = self.angle_table[tokens]
+        else:
+            g = self.angle_proj(x)
+        nh = self.heads if self.angles_per_head else 1
+        g = g.reshape(Bsz, T, nh, self.head_dim // 2).transpose(1, 2)
+        return self.omega + math.pi * torch.tanh(g.to(torch.float64))
+
+    def steps(self, x: torch.Tensor, tokens: torch.Tensor | None = None) -> tuple[torch.Tensor | None, ...]:
+        """(psi for q/k, psi_v for v): angle steps, float64 (B or 1, H or 1, T, d_h/2); psi_v is psi itself
+        when the value path shares the angles, None when values do not rotate; (None, None) for nope/alibi.
+        so2_random draws from the module's generator (q/k steps first, then separate value steps)."""
         Bsz, T, _ = x.shape
         if self.position == "rope":
-            th = rotary.rope_angles(T, self.omega)[None, None]
+            psi = ra_ops.rope_steps(T, self.omega)
+        elif self.position == "so2_random":
+            psi = self._random_steps(Bsz, T)
+            if self.rotate_values and self.value_path == "separate":
+                return psi, self._random_steps(Bsz, T)
+        elif self.position == "so2_learned":
+            psi = self._learned_steps(x, tokens)
+        else:
+            return None, None
+        return psi, (psi if self.rotate_values else None)
+
+    def angles(self, x: torch.Tensor, tokens: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(Theta for q/k, Theta for v or None): float64, (B or 1, H or 1, T, d_h/2), wrapped: the exclusive
+        prefix sums of ``steps`` (RoPE's i omega directly, as the torch path always had it)."""
+        if self.position == "rope":
+            th = rotary.rope_angles(x.shape[1], self.omega)[None, None]
             return th, (th if self.rotate_values else None)
-        if self.position == "so2_random":
-            th = rotary.accumulate_angles(self._random_steps(Bsz, T))
-            thv = None
-            if self.rotate_values:
-                thv = th if self.value_path == "same" else rotary.accumulate_angles(self._random_steps(Bsz, T))
-            return th, thv
-        if self.position == "so2_learned":
-            if self.needs_tokens:
-                if tokens is None:
-                    raise ValueError("so2_learned with vocab_size needs tokens=(batch, length) token ids")
-                g = self.angle_table[tokens]
-            else:
-                g = self.angle_proj(x)
-            nh = self.heads if self.angles_per_head else 1
-            g = g.reshape(Bsz, T, nh, self.head_dim // 2).transpose(1, 2)
-            psi = self.omega + math.pi * torch.tanh(g.to(torch.float64))
-            th = rotary.accumulate_angles(psi)
-            return th, (th if self.rotate_values else None)
-        return None, None
+        psi, psi_v = self.steps(x, tokens)
+        if psi is None:
+            return None, None
+        th = rotary.accumulate_angles(psi)
+        if psi_v is None or psi_v is psi:
+            return th, (th if psi_v is not None else None)
+        return th, rotary.accumulate_angles(psi_v)
 
     # ------------------------------------------------------------------ forward
-    def _alibi_bias(self, T: int, device, dtype) -> torch.Tensor:
-        """-m_h (i - j) for j <= i, -inf above the diagonal: (H, T, T)."""
-        i = torch.arange(T, device=device)
-        dist = (i[:, None] - i[None, :]).to(dtype)
-        bias = -self.slopes.to(dtype)[:, None, None] * dist
-        return bias.masked_fill(i[None, :] > i[:, None], float("-inf"))
-
-    def _rotated_qk(self, x: torch.Tensor, tokens: torch.Tensor | None):
-        """(q, k, v, value angles or None): (B, H, T, d_h) each, q and k rotated by the position's angles."""
-        Bsz, T, _ = x.shape
-        q, k, v = self.qkv(x).view(Bsz, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        th, thv = self.angles(x, tokens)
-        if th is not None:
-            cos, sin = rotary.cos_sin(th, x.dtype)
-            q = rotary.rotate(q, cos, sin, self.layout)
-            k = rotary.rotate(k, cos, sin, self.layout)
-        return q, k, v, thv
-
     def attention_weights(self, x: torch.Tensor, tokens: torch.Tensor | None = None) -> torch.Tensor:
         """The attention probabilities ``forward`` applies to x: (B, H, T, T), zero above the diagonal (sessa
         spec §3.6 D7). Not for ``so2_random``: its angles are redrawn at every call, so they would not be
@@ -195,34 +199,55 @@ class SoftmaxAttention(nn.Module):
         if self.position == "so2_random":
             raise ValueError("attention_weights: so2_random redraws its angles at every call; no forward to match")
         check_input(x, self.d_model, type(self).__name__)
-        T = x.shape[1]
-        q, k, _, _ = self._rotated_qk(x, tokens)
+        Bsz, T, _ = x.shape
+        q, k, _ = self.qkv(x).view(Bsz, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        th, _ = self.angles(x, tokens)
+        if th is not None:
+            cos, sin = rotary.cos_sin(th, x.dtype)
+            q, k = rotary.rotate(q, cos, sin, self.layout), rotary.rotate(k, cos, sin, self.layout)
         logits = (q @ k.transpose(-1, -2)) / math.sqrt(self.head_dim)
         if self.position == "alibi":
-            logits = logits + self._alibi_bias(T, x.device, logits.dtype)
+            logits = logits + alibi_bias(T, self.slopes, x.device, logits.dtype)
         else:
             future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
             logits = logits.masked_fill(future, float("-inf"))
         return torch.softmax(logits, dim=-1)
 
+    def uses_kernel(self, device: torch.device) -> bool:
+        """Whether forward on ``device`` runs the rotation-attention kernel: the op's automatic choice there is
+        its Triton kernel (CUDA, kernel registered) and the head dim is even (the kernel pairs columns; an odd
+        last column of a nope/alibi head has no partner, so those keep the torch path)."""
+        return self.head_dim % 2 == 0 and ra_ops.OP.backend_on(device) == "triton"
+
     def forward(self, x: torch.Tensor, tokens: torch.Tensor | None = None) -> torch.Tensor:
         """x: (B, T, d_model) -> (B, T, d_model), causal. ``tokens`` (B, T): only for learned per-token angles."""
         check_input(x, self.d_model, type(self).__name__)
         Bsz, T, _ = x.shape
-        q, k, v, thv = self._rotated_qk(x, tokens)
+        q, k, v = self.qkv(x).view(Bsz, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        if self.uses_kernel(x.device):
+            psi, psi_v = self.steps(x, tokens)
+            slopes = self.slopes if self.position == "alibi" else None
+            o = ra_ops.rotation_attention(q, k, v, psi, psi_v, slopes, layout=self.layout)
+        else:
+            o = self._torch_attention(q, k, v, x, tokens)
+        return self.out(o.transpose(1, 2).reshape(Bsz, T, self.d_model))
+
+    def _torch_attention(self, q, k, v, x: torch.Tensor, tokens: torch.Tensor | None) -> torch.Tensor:
+        """The plain torch path: rotate, SDPA (or the query-blocked path), rotate back. q, k, v: (B, H, T, d_h)
+        -> (B, H, T, d_h)."""
+        th, thv = self.angles(x, tokens)
+        if th is not None:
+            cos, sin = rotary.cos_sin(th, x.dtype)
+            q = rotary.rotate(q, cos, sin, self.layout)
+            k = rotary.rotate(k, cos, sin, self.layout)
         if thv is not None:
             cv, sv = rotary.cos_sin(thv, x.dtype)  # the same tensors rotate v and the output back (pitfall 2)
             v = rotary.rotate(v, cv, sv, self.layout)
-        if self.query_block is not None and T > self.query_block:
-            slopes = self.slopes if self.position == "alibi" else None
-            o = blocked_causal_attention(q, k, v, block=self.query_block, slopes=slopes)
-        elif self.position == "alibi":
-            o = F.scaled_dot_product_attention(q, k, v, attn_mask=self._alibi_bias(T, x.device, x.dtype))
-        else:
-            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        slopes = self.slopes if self.position == "alibi" else None
+        o = causal_attention(q, k, v, slopes=slopes, query_block=self.query_block, bias_dtype=x.dtype)
         if thv is not None:
             o = rotary.rotate(o, cv, sv, self.layout, inverse=True)  # before W_o (spec U23)
-        return self.out(o.transpose(1, 2).reshape(Bsz, T, self.d_model))
+        return o
 
 
 def _variant(name: str, doc: str, **preset):
