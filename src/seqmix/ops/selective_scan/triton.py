@@ -34,7 +34,7 @@ import triton.language as tl  # noqa: E402
 
 from ..checks import positive_int  # noqa: E402
 from . import reference  # noqa: E402
-from .triton_math import SMALL_Z2, discretised, dphi1, load_pair  # noqa: E402
+from .triton_math import SMALL_Z2, discretised, load_pair, step_grads  # noqa: E402
 
 
 @triton.jit
@@ -162,23 +162,9 @@ def _backward_kernel(
             tl.store(gcr_ptr + part, tl.sum(gy[:, None] * x_r, axis=0), mask=tn)
             if CPLX_IN:
                 tl.store(gci_ptr + part, -tl.sum(gy[:, None] * x_i, axis=0), mask=tn)
-            # x_t = a x_{t-1} + u Delta P: grad (u Delta P) = lambda
-            tl.store(gu_ptr + row * d + ch, tl.sum(dl[:, None] * (Pr * lr + Pi * li), axis=1), mask=tc)
-            gqr = lr * uu[:, None]  # grad of Delta P
-            gqi = li * uu[:, None]
-            gdl = tl.sum(Pr * gqr + Pi * gqi, axis=1)
-            gPr = dl[:, None] * gqr
-            gPi = dl[:, None] * gqi
-            gbin_r = phr * gPr + phi * gPi  # conj(phi1) grad P
-            gbin_i = phr * gPi - phi * gPr
-            gzr = ar * (xp_r * lr + xp_i * li) + ai * (xp_r * li - xp_i * lr)  # conj(a) conj(x_{t-1}) lambda
-            gzi = ar * (xp_r * li - xp_i * lr) - ai * (xp_r * lr + xp_i * li)
-            if ZOH:  # + conj(phi1'(z)) conj(B + B_bias) grad P
-                dpr, dpi = dphi1(zr, zi, ar, ai, phr, phi, small)
-                gphr = binr * gPr + bini * gPi
-                gphi = binr * gPi - bini * gPr
-                gzr += dpr * gphr + dpi * gphi
-                gzi += dpr * gphi - dpi * gphr
+            gu, gdl, gzr, gzi, gbin_r, gbin_i = step_grads(lr, li, xp_r, xp_i, uu, dl, zr, zi, ar, ai, phr, phi,
+                                                           Pr, Pi, binr, bini, small, ZOH)  # fmt: skip
+            tl.store(gu_ptr + row * d + ch, gu, mask=tc)
             gdl += tl.sum(Ar * gzr + Ai * gzi, axis=1)
             tl.store(gdt_ptr + row * d + ch, gdl, mask=tc)
             g_ar += dl[:, None] * gzr

@@ -83,3 +83,27 @@ def load_pair(re_ptr, im_ptr, offs, mask, CPLX: tl.constexpr, acc_t: tl.constexp
     else:
         im = re * 0
     return re, im
+
+
+@triton.jit
+def step_grads(lr, li, xp_r, xp_i, uu, dl, zr, zi, ar, ai, phr, phi, Pr, Pi, binr, bini, small, ZOH: tl.constexpr):
+    """The gradients of one step x_t = a x_{t-1} + u Delta P (a = e^z, z = Delta A, P = phi1(z) Bin), given
+    lambda = dLoss/dx_t (lr, li) and x_{t-1} (xp_r, xp_i); tiles (BD, BN), uu, dl (BD,). Returns grad u (BD,),
+    grad Delta through P (BD,), grad z (the (re, im) tile), grad Bin (the (re, im) tile)."""
+    gu = tl.sum(dl[:, None] * (Pr * lr + Pi * li), axis=1)  # Re sum_n conj(Delta P) lambda
+    gqr = lr * uu[:, None]  # grad of Delta P
+    gqi = li * uu[:, None]
+    gdl = tl.sum(Pr * gqr + Pi * gqi, axis=1)
+    gPr = dl[:, None] * gqr
+    gPi = dl[:, None] * gqi
+    gbin_r = phr * gPr + phi * gPi  # conj(phi1) grad P
+    gbin_i = phr * gPi - phi * gPr
+    gzr = ar * (xp_r * lr + xp_i * li) + ai * (xp_r * li - xp_i * lr)  # conj(a) conj(x_{t-1}) lambda
+    gzi = ar * (xp_r * li - xp_i * lr) - ai * (xp_r * lr + xp_i * li)
+    if ZOH:  # + conj(phi1'(z)) conj(Bin) grad P
+        dpr, dpi = dphi1(zr, zi, ar, ai, phr, phi, small)
+        gphr = binr * gPr + bini * gPi
+        gphi = binr * gPi - bini * gPr
+        gzr += dpr * gphr + dpi * gphi
+        gzi += dpr * gphi - dpi * gphr
+    return gu, gdl, gzr, gzi, gbin_r, gbin_i
