@@ -169,3 +169,21 @@ def test_selective_scan_kernel_empty_length():
     u, delta, A, B, C, _, D, _ = scan_inputs(2, 0, 4, 3, 1, F32)
     y, last = kernel.selective_scan(u, delta, A, B, C, D=D, return_state=True)
     assert y.shape == (2, 0, 4) and last.shape == (2, 4, 3) and last.abs().max() == 0
+
+
+def test_kernel_module_refuses_a_cpu_only_build_and_the_op_falls_back(monkeypatch):
+    """On a CPU build of torch without TRITON_INTERPRET neither kernel module (triton.py, triton_math.py)
+    imports, so the op's kernel is declared but not registered, and a request for it runs the reference."""
+    from seqmix.ops.dispatch import Op
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setattr(torch.version, "cuda", None)
+    monkeypatch.setattr(torch.version, "hip", None)
+    for module in ("triton", "triton_math"):
+        monkeypatch.delitem(sys.modules, f"seqmix.ops.selective_scan.{module}", raising=False)
+    op = Op("selective_scan", "seqmix.ops.selective_scan", reference.selective_scan)
+    assert op.kernel_declared and "triton" not in op.backends and "CPU-only" in op.kernel_error
+    with pytest.raises(ImportError, match="CPU-only"):
+        importlib.import_module("seqmix.ops.selective_scan.triton_math")
+    with pytest.warns(RuntimeWarning, match="CPU-only"):
+        assert op.backend_for(torch.zeros(1), "triton") == "reference"
