@@ -1,6 +1,7 @@
 """The selective-scan Triton kernel (ops/selective_scan/triton.py) against its torch reference, run by Triton's
-CPU interpreter: this module sets TRITON_INTERPRET=1 before triton is imported (restored after the module),
-and is skipped only when triton itself cannot be imported.
+CPU interpreter: this module sets TRITON_INTERPRET=1 while it imports triton and the kernel modules and
+while its tests run (a module fixture), and restores it in between and after; it is skipped only when
+triton itself cannot be imported.
 
 Each case compares the output (and the last state, where asked) and the gradient of every input with the
 reference evaluated in float64 on the same inputs (upcast; complex ones to complex128), by relative RMSE
@@ -20,30 +21,44 @@ import pytest
 import torch
 
 _PREVIOUS = os.environ.get("TRITON_INTERPRET")
-os.environ["TRITON_INTERPRET"] = "1"  # read when kernels are decorated and when they launch
+
+
+def _set_interpret_flag(value: str | None) -> None:
+    if value is None:
+        os.environ.pop("TRITON_INTERPRET", None)
+    else:
+        os.environ["TRITON_INTERPRET"] = value
+
+
+_set_interpret_flag("1")  # read when triton is imported, when kernels are decorated and when they launch
 pytest.importorskip("triton", reason="triton is not installed: no kernel can be checked")
 
 from seqmix.ops.selective_scan import reference  # noqa: E402
 
 
 def _interpreted():
-    """The kernel module, (re)imported under the interpreter (a CUDA build may hold a compiled copy)."""
-    full = "seqmix.ops.selective_scan.triton"
-    return importlib.reload(sys.modules[full]) if full in sys.modules else importlib.import_module(full)
+    """The kernel modules, (re)imported under the interpreter (a CUDA build may hold compiled copies):
+    triton_math first, so that triton.py's kernels call interpreted helpers."""
+    for name in ("triton_math", "triton"):
+        full = f"seqmix.ops.selective_scan.{name}"
+        module = importlib.reload(sys.modules[full]) if full in sys.modules else importlib.import_module(full)
+    return module
 
 
 kernel = _interpreted()
+_set_interpret_flag(_PREVIOUS)  # set again around this module's tests only (the fixture below)
 TOL = {torch.float64: 1e-12, torch.float32: 1e-5, torch.bfloat16: 2e-2}
 F32, BF16, F64 = torch.float32, torch.bfloat16, torch.float64
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _restore_interpret_flag():
+def _interpret_while_this_module_runs():
+    """TRITON_INTERPRET=1 while this module's tests run (launches read it), then back to what it was. Set
+    here rather than left on from import time: another module's teardown may clear it in between."""
+    before = os.environ.get("TRITON_INTERPRET")
+    _set_interpret_flag("1")
     yield
-    if _PREVIOUS is None:
-        os.environ.pop("TRITON_INTERPRET", None)
-    else:
-        os.environ["TRITON_INTERPRET"] = _PREVIOUS
+    _set_interpret_flag(before)
 
 
 def _real(t: torch.Tensor) -> torch.Tensor:
