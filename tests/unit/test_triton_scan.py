@@ -70,9 +70,12 @@ def rel_rmse(a: torch.Tensor, b: torch.Tensor) -> float:
     return ((a - b).norm() / b.norm().clamp_min(1e-300)).item()
 
 
-def scan_inputs(Nb, L, d, n, G, dtype, *, cplx_A=False, cplx_BC=False, bias=False, x0=False, tied=False, seed=0):
+def scan_inputs(
+    Nb, L, d, n, G, dtype, *, cplx_A=False, cplx_BC=False, bias=False, x0=False, tied=False, split=False, seed=0
+):
     """[u, delta, A, B, C, B_bias, D, x0] as the mixers build them: Delta > 0 (softplus), Re A < 0 (some
-    |Delta A| under 0.1, where phi1 switches to its series), B/C per group; None for what is off."""
+    |Delta A| under 0.1, where phi1 switches to its series), B/C per group; None for what is off.
+    ``split``: B and C are the two halves of one projection (strided views, as a fused x_proj gives)."""
     gen = torch.Generator().manual_seed(seed)
     rnd = lambda *s: torch.randn(*s, generator=gen, dtype=F64)  # noqa: E731
     cpx = lambda on, *s: torch.complex(rnd(*s), rnd(*s)) if on else rnd(*s)  # noqa: E731
@@ -80,7 +83,8 @@ def scan_inputs(Nb, L, d, n, G, dtype, *, cplx_A=False, cplx_BC=False, bias=Fals
     A_re = -torch.exp(rnd(*A_shape) - 0.5)
     A = torch.complex(A_re, 3 * rnd(*A_shape)) if cplx_A else A_re
     delta = torch.nn.functional.softplus(rnd(Nb, L, d) - 2)
-    ins = [rnd(Nb, L, d), delta, A, cpx(cplx_BC, Nb, L, G, n), cpx(cplx_BC, Nb, L, G, n)]
+    B, C = cpx(cplx_BC, Nb, L, G, 2 * n).chunk(2, -1) if split else (cpx(cplx_BC, Nb, L, G, n) for _ in "BC")
+    ins = [rnd(Nb, L, d), delta, A, B, C]
     ins += [cpx(cplx_BC, d, n) if bias else None, rnd(d), cpx(cplx_BC, Nb, d, n) if x0 else None]
     complex_dtype = torch.complex128 if dtype == F64 else torch.complex64
     return [None if t is None else t.to(complex_dtype if t.is_complex() else dtype) for t in ins]
@@ -125,14 +129,15 @@ def assert_scan_matches(ins, disc, chunk, return_state, tol):
     "Nb,L,d,n,G,dtype,options,disc,chunk,return_state",
     [
         (2, 1, 4, 3, 1, F32, {}, "zoh", None, False),  # L = 1 (one chunk of one step)
-        (2, 10, 6, 5, 2, F32, {"bias": True}, "zoh", 4, False),  # B2S6 real, L = 2.5 chunks, n padded to 8
+        (1, 10, 6, 5, 2, F32, {"bias": True}, "zoh", 4, False),  # B2S6 real, L = 2.5 chunks, n padded to 8
         (1, 9, 6, 4, 3, F32, {"cplx_A": True, "cplx_BC": True, "bias": True}, "zoh", None, False),  # B2S6 default
         (2, 7, 4, 4, 1, F32, {"cplx_A": True}, "euler", 3, False),  # S6-like complex A, real B/C
         (1, 8, 6, 4, 2, F32, {"bias": True, "tied": True}, "euler", 5, False),  # A shared by channels: (n,)
         (1, 6, 80, 4, 2, F32, {}, "zoh", 4, False),  # p = 40: two channel blocks per group, the last partial
         (2, 6, 4, 3, 2, F32, {"cplx_BC": True, "x0": True}, "zoh", 4, True),  # x0 in, last state out
         (1, 5, 4, 3, 1, F32, {"x0": True}, "euler", 2, True),  # real state
-        (2, 9, 6, 4, 2, BF16, {"bias": True}, "zoh", 4, False),
+        (1, 3, 4, 3, 2, F32, {"split": True, "bias": True}, "zoh", 5, True),  # chunk > L; strided B, C
+        (1, 9, 6, 4, 2, BF16, {"bias": True}, "zoh", 4, False),
         (1, 9, 4, 4, 2, F64, {"cplx_A": True, "cplx_BC": True, "bias": True}, "zoh", 4, True),
     ],
 )
