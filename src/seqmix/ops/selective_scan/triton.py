@@ -16,7 +16,12 @@ B and C per channel block.
 
 Everything the reference takes is covered: A, B, C, B_bias real or complex (complex as re/im pairs; a real A
 runs the same arithmetic with im = 0, real B/C/B_bias skip their imaginary loads), x0, return_state, G | d.
-Accumulation is float32 (float64 for float64 inputs); inputs are read in their dtype.
+Accumulation is float32 (float64 for float64 inputs); inputs are read in their (common) dtype. L = 0 runs
+the reference (nothing to scan).
+
+Status: checked in Triton's CPU interpreter only (tests/unit/test_triton_scan.py), never compiled or timed on
+a GPU. Known cost on a GPU: the backward's recomputed states go through global memory (the scratch, chunk + 1
+states per program, written and read once per step), and the B/C gradient partials are (Nb, L, G, blocks, n).
 """
 
 from __future__ import annotations
