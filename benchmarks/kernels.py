@@ -1,16 +1,18 @@
 """The Triton kernels against their torch references: parity first, speed only where parity holds.
 
-For each op (feedback_solve, rotation_attention):
+For each op (feedback_solve, rotation_attention, selective_scan):
 1. Parity gate: output and every input gradient of the kernel vs the reference in float64 on small shapes
    (relative RMSE within the tolerance of tests/unit/test_triton_kernels.py). A kernel that fails it gets no
    speed figure at all, so a speedup from a wrong kernel is never printed.
 2. On CUDA: forward + backward time of kernel and reference at paper shapes in bf16 (median of --reps after
    warm-up, which also autotunes), and the kernel's achieved FLOP/s as a fraction of the card's dense bf16
-   peak, looked up by the name torch.cuda.get_device_properties reports (unknown cards say so).
+   peak (attention, feedback solve), or for the memory-bound selective scan its achieved HBM bandwidth
+   (the bytes it must move, over its time) as a fraction of the card's HBM peak; peaks are looked up by the
+   name torch.cuda.get_device_properties reports (unknown cards say so).
    On CPU: the gate runs the kernels in Triton's interpreter (TRITON_INTERPRET=1, set here before triton is
    imported), then times the references only, at CPU-sized shapes; no GPU figure is taken.
 
-    python benchmarks/kernels.py [--reps 5] [--out benchmarks/kernels_results.md]
+    python benchmarks/kernels.py [--reps 5] [--ops selective_scan ...] [--out benchmarks/kernels_results.md]
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ if not GPU:
 
 # dense (no sparsity) bf16 tensor-core peaks, FLOP/s; matched by substring, most specific first
 PEAK_BF16 = (("H100 PCIe", 756e12), ("H100", 989e12), ("H200", 989e12), ("H800", 989e12), ("A100", 312e12))
+# HBM bandwidth peaks, bytes/s, matched the same way (PCIe/NVL H100s have other memories: unknown)
+PEAK_HBM = (("H100 PCIe", None), ("H100 NVL", None), ("H100", 3.35e12), ("H200", 4.8e12))
 TOL = {torch.float64: 1e-12, torch.float32: 1e-5, torch.bfloat16: 2e-2}
 
 
@@ -63,6 +67,35 @@ def _attention(module):
     return run
 
 
+def scan_inputs(shape, dtype, device, seed=0):
+    """u, delta (Nb, L, d), A (d, n) complex, B, C (Nb, L, G, n) complex, B_bias (d, n) complex, D (d):
+    B2S6's default (complex, per-channel bias); G = 1 is S6 with a complex state."""
+    Nb, L, d, n, G = shape
+    gen = torch.Generator().manual_seed(seed)
+    rnd = lambda *s: torch.randn(*s, generator=gen)  # noqa: E731
+    cpx = lambda *s: torch.complex(rnd(*s), rnd(*s)) * 0.7  # noqa: E731
+    A = torch.complex(-torch.exp(rnd(d, n) - 0.5), 3 * rnd(d, n))
+    delta = torch.nn.functional.softplus(rnd(Nb, L, d) - 2)
+    real = [t.to(device=device, dtype=dtype) for t in (rnd(Nb, L, d), delta)]
+    cdtype = torch.complex128 if dtype == torch.float64 else torch.complex64
+    return real + [t.to(device=device, dtype=cdtype) for t in (A, cpx(Nb, L, G, n), cpx(Nb, L, G, n), cpx(d, n))]
+
+
+def _scan(module):
+    def run(u, delta, A, B, C, B_bias):
+        return module.selective_scan(u, delta, A, B, C, B_bias=B_bias)
+
+    return run
+
+
+def scan_bytes(shape, dtype=torch.bfloat16) -> float:
+    """The HBM traffic a scan cannot avoid, forward + backward: read u, delta, B, C and write y; then read
+    u, delta, dy, B, C and write du, ddelta, dB, dC (B, C complex: two values each)."""
+    Nb, L, d, n, G = shape
+    size = torch.finfo(dtype).bits // 8
+    return size * (8 * Nb * L * d + 2 * 6 * Nb * L * G * n)
+
+
 OPS = {
     "feedback_solve": {
         "inputs": feedback_inputs,
@@ -80,16 +113,31 @@ OPS = {
         "flops": lambda s: 3.5 * 2 * s[0] * s[1] * s[2] ** 2 * s[3],  # causal fwd 2 B H T^2 d, bwd 2.5x fwd
         "reference": lambda: _attention(importlib.import_module("seqmix.ops.rotation_attention.reference")),
     },
+    "selective_scan": {
+        "inputs": scan_inputs,
+        "parity": [((2, 10, 6, 5, 2), torch.float32), ((1, 9, 6, 4, 3), torch.bfloat16)],
+        "gpu": [(8, 2048, 1536, 16, 1), (8, 2048, 1536, 16, 8)],  # Mamba-130M-like S6; B2S6 with 8 blocks
+        "cpu": [(2, 512, 256, 16, 1)],
+        "bytes": scan_bytes,
+        "reference": lambda: _scan(importlib.import_module("seqmix.ops.selective_scan.reference")),
+    },
 }
 
 
 def kernel_of(name: str):
     module = importlib.import_module(f"seqmix.ops.{name}.triton")
-    return _attention(module) if name == "rotation_attention" else module.feedback_solve
+    wrap = {"rotation_attention": _attention, "selective_scan": _scan}.get(name)
+    return wrap(module) if wrap else module.feedback_solve
 
 
 def rel_rmse(a, b) -> float:
+    a, b = (torch.view_as_real(t) if t.is_complex() else t for t in (a, b))
     return ((a.double() - b.double()).norm() / b.double().norm().clamp_min(1e-300)).item()
+
+
+def exact(t: torch.Tensor) -> torch.Tensor:
+    """t upcast for the reference: float64, complex128 for complex t."""
+    return t.detach().to(torch.complex128 if t.is_complex() else torch.float64).requires_grad_()
 
 
 def parity(name: str, device) -> tuple[bool, str]:
@@ -102,9 +150,9 @@ def parity(name: str, device) -> tuple[bool, str]:
         out = kernel(*leaves)
         w = torch.randn(out.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64).to(device)
         grads = torch.autograd.grad((out.double() * w).sum(), leaves)
-        exact = [t.detach().double().requires_grad_() for t in inputs]
-        ref = reference(*exact)
-        ref_grads = torch.autograd.grad((ref * w).sum(), exact)
+        upcast = [exact(t) for t in inputs]
+        ref = reference(*upcast)
+        ref_grads = torch.autograd.grad((ref * w).sum(), upcast)
         worst = max([rel_rmse(out, ref)] + [rel_rmse(g, r) for g, r in zip(grads, ref_grads) if r.norm() > 0])
         ok &= worst <= TOL[dtype]
         notes.append(f"{tuple(shape)} {str(dtype).removeprefix('torch.')}: {worst:.1e} (tol {TOL[dtype]:.0e})")
@@ -133,9 +181,19 @@ def _sync():
         torch.cuda.synchronize()
 
 
-def peak_flops() -> tuple[str, float | None]:
+def peak_of(table) -> tuple[str, float | None]:
+    """(card name, its peak from ``table``, None when the card is not listed)."""
     name = torch.cuda.get_device_properties(0).name
-    return name, next((p for key, p in PEAK_BF16 if key in name), None)
+    return name, next((p for key, p in table if key in name), None)
+
+
+def achieved(spec: dict, shape, seconds: float) -> str:
+    """The kernel's FLOP/s (compute-bound ops) or HBM bytes/s (ops with ``bytes``) over the card's peak."""
+    metric, table, unit = ("bytes", PEAK_HBM, "HBM") if "bytes" in spec else ("flops", PEAK_BF16, "bf16 FLOP/s")
+    card, peak = peak_of(table)
+    if peak is None:
+        return f"unknown {unit} peak for {card}"
+    return f"{spec[metric](shape) / seconds / peak:.1%} of {card} {unit} peak"
 
 
 def timed(fn, inputs, reps) -> str | float:
@@ -149,13 +207,12 @@ def speed_rows(name: str, reps: int) -> list[str]:
     spec = OPS[name]
     rows = []
     if GPU:
-        card, peak = peak_flops()
         for shape in spec["gpu"]:
             inputs = spec["inputs"](shape, torch.bfloat16, "cuda")
             tk, tr = timed(kernel_of(name), inputs, reps), timed(spec["reference"](), inputs, reps)
-            frac = "unknown peak" if peak is None or isinstance(tk, str) else f"{spec['flops'](shape) / tk / peak:.1%}"
+            frac = "-" if isinstance(tk, str) else achieved(spec, shape, tk)
             speedup = f"{tr / tk:.2f}" if isinstance(tk, float) and isinstance(tr, float) else "-"
-            rows.append(f"| {name} | {shape} | bf16 | {_s(tk)} | {_s(tr)} | {speedup} | {frac} of {card} |")
+            rows.append(f"| {name} | {shape} | bf16 | {_s(tk)} | {_s(tr)} | {speedup} | {frac} |")
     else:
         for shape in spec["cpu"]:
             tr = timed(spec["reference"](), spec["inputs"](shape, torch.float32, "cpu"), reps)
@@ -171,6 +228,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--ops", nargs="+", choices=sorted(OPS), default=list(OPS), help="the ops to check (all)")
     ap.add_argument("--out", default=None, help="also write the report (markdown) here")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -184,12 +242,12 @@ def main() -> None:
         "|---|---|---|",
     ]
     passed = {}
-    for name in OPS:
+    for name in args.ops:
         passed[name], notes = parity(name, device)
         lines.append(f"| {name} | {'pass' if passed[name] else 'FAIL'} | {notes} |")
-    lines += ["", "| op | shape | dtype | kernel fwd+bwd | reference fwd+bwd | speedup | kernel FLOP/s / peak |"]
+    lines += ["", "| op | shape | dtype | kernel fwd+bwd | reference fwd+bwd | speedup | kernel achieved / peak |"]
     lines.append("|---|---|---|---|---|---|---|")
-    for name in OPS:
+    for name in args.ops:
         if not passed[name]:
             lines.append(f"| {name} | - | - | parity failed: no speed reported | - | - | - |")
             continue
