@@ -41,6 +41,10 @@ _MODULES = (
     "seqmix.tasks.symbolsoup",
     "seqmix.tasks.diffuse_mqar",
     "seqmix.tasks.story_lm",
+    "seqmix.models.probe",
+    "seqmix.tasks.b2s6_waves",
+    "seqmix.tasks.b2s6_copyme",
+    "seqmix.tasks.b2s6_linear",
 )
 
 
