@@ -53,7 +53,7 @@ def check_rank(d: int, L: int, n: int, h: int, seed: int) -> list[dict]:
         "b2s6": B2S6(d, blocks=h, d_state=n),
         "s4d": S4D(d, d_state=n),
     }
-    rows = []
+    rows, ranks = [], {}
     with torch.no_grad():
         # S4D's default steps (log-uniform in [1e-3, 1e-1]) make the d kernels nearly collinear at small L;
         # spread over [0.1, 1] they are numerically distinct, as the universality argument assumes
@@ -62,8 +62,10 @@ def check_rank(d: int, L: int, n: int, h: int, seed: int) -> list[dict]:
             unit.double()
             if name != "s4d":
                 _const_delta(unit)
-            Y = unit(x)[:, -1]  # (N_s, d)
-            rows.append(_row("T1", f"rank_{name}", _rank(Y), d=d, h=h))
+            ranks[name] = _rank(unit(x)[:, -1])  # of the (N_s, d) final outputs
+            rows.append(_row("T1", f"rank_{name}", ranks[name], d=d, h=h))
+            rows.append(_row("T1", f"rank_{name}_deficit", d - ranks[name], d=d, h=h))
+        rows.append(_row("T1", "rank_b2s6_nobias_minus_h", ranks["b2s6_nobias"] - h, d=d, h=h))
         s6 = units["s6"]
         delta = F.softplus(s6.b[0]).item()
         Fu = th.s6_quadratic_form(s6.A(), s6.B_proj.weight, s6.C_proj.weight.T, M, delta, u)
