@@ -104,7 +104,14 @@ def _e5_leaf(freeze: bool) -> dict:
         "seed": 0,
         "task": {"name": "b2s6_linear", "L": 12, "train_size": 64, "test_size": 8},
         "model": {"name": "ssm_probe", "width": 4, "freeze_delta": freeze, "mixer": {"name": "s6", "d_state": 3}},
-        "train": {"optimizer": "adam", "lr": 1e-3, "steps": 6, "batch": 8, "log_every": 1, "grad_norms": {"w": "unit.w", "b": "unit.b"}},
+        "train": {
+            "optimizer": "adam",
+            "lr": 1e-3,
+            "steps": 6,
+            "batch": 8,
+            "log_every": 1,
+            "grad_norms": {"w": "unit.w", "b": "unit.b"},
+        },
     }
 
 

@@ -33,7 +33,9 @@ class SSMProbe(nn.Module):
         *,
         mixer: MixerSpec,
         width: PosInt,
-        encoder: Annotated[bool, Opt(description="a learned M (d_in -> width); false: M = I, d_in must be width")] = True,
+        encoder: Annotated[
+            bool, Opt(description="a learned M (d_in -> width); false: M = I, d_in must be width")
+        ] = True,
         freeze_delta: Annotated[bool, Opt(description="keep the unit's Delta parameters (w, b) at their init")] = False,
         square_blocks: Annotated[bool, Opt(description="B2S6 with h = p = sqrt(width) blocks (Figure 3)")] = False,
     ):
@@ -44,7 +46,9 @@ class SSMProbe(nn.Module):
         if square_blocks:  # Figure 3 holds h = p as d grows (spec E1), so h follows the swept width
             h = round(width**0.5)
             if h * h != width or opts.get("name") != "b2s6":
-                raise ValueError(f"ssm_probe: square_blocks needs a b2s6 unit and a square width, got {opts.get('name')!r}, {width}")
+                raise ValueError(
+                    f"ssm_probe: square_blocks needs a b2s6 unit and a square width, got {opts.get('name')!r}, {width}"
+                )
             opts["blocks"] = h
         self.M = nn.Linear(d_in, width, bias=False) if encoder else nn.Identity()
         self.unit = build_mixer(opts.pop("name"), width, seq_len=seq_len, **opts)

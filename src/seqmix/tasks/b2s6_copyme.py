@@ -23,7 +23,7 @@ from .sampling import epoch_indices
 
 
 def parse_sigmas(sigmas: str) -> tuple[float, float]:
-    """"1e-2_1e2" -> (0.01, 100.0); ValueError naming the expected form otherwise."""
+    """ "1e-2_1e2" -> (0.01, 100.0); ValueError naming the expected form otherwise."""
     parts = str(sigmas).split("_")
     try:
         s1, s2 = (float(p) for p in parts)

@@ -52,7 +52,9 @@ class CosineCoefficients(Task):
         self._test = self._draw("test", test_size)
 
     def _draw(self, split: str, size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        g = torch.rand(size, len(PRIMES), generator=counter_generator("b2s6_waves", split, self.data_seed), dtype=torch.float64)
+        g = torch.rand(
+            size, len(PRIMES), generator=counter_generator("b2s6_waves", split, self.data_seed), dtype=torch.float64
+        )
         return waves(g, self.L, self.dt).to(self.dtype), g.to(self.dtype)
 
     def batch(self, seed: int, step: int, rank: int, size: int) -> tuple[torch.Tensor, torch.Tensor]:

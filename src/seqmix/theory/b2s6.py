@@ -149,7 +149,8 @@ def copy_me_reference() -> dict[str, float]:
     def mad(c: float) -> float:  # E| |z| - c | for c >= 0, in closed form
         phi = math.exp(-c * c / 2) / math.sqrt(2 * math.pi)
         cdf = 0.5 * (1 + math.erf(c / math.sqrt(2)))
-        # E|X - c| for X = |z| (half-normal): c (2F(c) - 1) - 2 E[X 1(X < c)] + E X, with E[X 1(X<c)] = 2(phi(0) - phi(c))
+        # E|X - c| for X = |z| (half-normal, CDF F): c (2F(c) - 1) - 2 E[X 1(X < c)] + E X,
+        # with E[X 1(X < c)] = 2 (phi(0) - phi(c))
         e_below = 2 * (1 / math.sqrt(2 * math.pi) - phi)
         return c * (2 * (2 * cdf - 1) - 1) - 2 * e_below + mean_abs
 

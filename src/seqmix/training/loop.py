@@ -105,9 +105,9 @@ def train(
 ) -> dict:
     """Train one leaf. Writes ``checkpoint.pt`` every ``checkpoint_every`` steps and ``model.pt`` at the end.
 
-    Returns {"history": {"step": [...], "train_loss": [...], "lr": [...], "grad_norm_<label>": [...] (train.grad_norms)},
-    "steps": int, "resumed_from": int | None,
-    "seconds": float, "backends": {module: backend}, "diagnostics": {"calls": int, "seconds": float}}.
+    Returns {"history": {"step": [...], "train_loss": [...], "lr": [...], "grad_norm_<label>": [...] (with
+    train.grad_norms)}, "steps": int, "resumed_from": int | None, "seconds": float, "backends": {module: backend},
+    "diagnostics": {"calls": int, "seconds": float}}.
     ``on_log(step, metrics)`` is called at every logged step (live tracking); ``on_backend(report)`` once,
     after the first step, with the backend each layer ran (``seqmix.ops.backends.backend_report``).
     In-training evaluation: see ``_Diagnostics``. ``stop_after`` ends early after that many steps (tests).
@@ -253,7 +253,9 @@ def _watched_parameters(model: torch.nn.Module, patterns: dict[str, str]) -> dic
     for label, pattern in patterns.items():
         out[label] = [p for n, p in names.items() if fnmatch.fnmatchcase(n, pattern)]
         if not out[label]:
-            raise ValueError(f"train.grad_norms.{label}: {pattern!r} matches no parameter; there are {', '.join(names)}")
+            raise ValueError(
+                f"train.grad_norms.{label}: {pattern!r} matches no parameter; there are {', '.join(names)}"
+            )
     return out
 
 

@@ -24,13 +24,20 @@ from . import checks
 def ratio_rows(st: dict) -> list[dict]:
     """Per (panel, x): the trial mean and geometric mean of the ratio (spec E4: E|num| / E|den| per trial)."""
     rows = []
-    by_c = th.gradient_ratios(st["n"], st["L_fixed"], st["kappa"], st["c_values"], st["trials"], st["draws"], st["seed"])
+    by_c = th.gradient_ratios(
+        st["n"], st["L_fixed"], st["kappa"], st["c_values"], st["trials"], st["draws"], st["seed"]
+    )
     for panel, key in (("c_w", "ratio_w"), ("c_b", "ratio_b")):
         for c in st["c_values"]:
             vals = np.array([r[key] for r in by_c if r["c"] == c])
             rows.append({"panel": panel, "x": c, "mean": vals.mean(), "geomean": float(np.exp(np.log(vals).mean()))})
     for L in st["L_values"]:
-        vals = np.array([r["ratio_b"] for r in th.gradient_ratios(st["n"], L, st["kappa"], [1.0], st["trials"], st["draws"], st["seed"])])
+        vals = np.array(
+            [
+                r["ratio_b"]
+                for r in th.gradient_ratios(st["n"], L, st["kappa"], [1.0], st["trials"], st["draws"], st["seed"])
+            ]
+        )
         rows.append({"panel": "L_b", "x": L, "mean": vals.mean(), "geomean": float(np.exp(np.log(vals).mean()))})
     return rows
 
@@ -86,7 +93,9 @@ def stability(spec: dict, out: Path) -> None:
     for leaf in spec["inputs"]["leaves"]["e5"]:
         out_dir = Path(leaf["out_dir"])
         if not is_done(leaf_marker(out_dir, "train"), leaf["hash"]):
-            raise SystemExit(f"stability: {leaf['id']} is not trained for this config ({leaf_marker(out_dir, 'train')})")
+            raise SystemExit(
+                f"stability: {leaf['id']} is not trained for this config ({leaf_marker(out_dir, 'train')})"
+            )
         hist = read_json(out_dir / "history.json")
         rms = np.sqrt(np.asarray(hist["train_loss"], dtype=float))
         after = int(st["after_fraction"] * len(rms))

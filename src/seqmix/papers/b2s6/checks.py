@@ -150,7 +150,10 @@ def check_signs(h: int, p: int, draws: int, seed: int) -> list[dict]:
     u = torch.randn(draws, h, p, generator=g, dtype=torch.float64)
     signs = torch.sign((w * u).sum(-1))
     same = ((signs > 0).all(-1) | (signs < 0).all(-1)).double().mean().item()
-    return [_row("T4", "one_sign_fraction", same, h=h), _row("T4", "one_sign_closed_form", th.mixed_sign_failure(h), h=h)]
+    return [
+        _row("T4", "one_sign_fraction", same, h=h),
+        _row("T4", "one_sign_closed_form", th.mixed_sign_failure(h), h=h),
+    ]
 
 
 def _autograd_real(A: torch.Tensor, B, C, b: float, u: torch.Tensor) -> dict[str, torch.Tensor]:

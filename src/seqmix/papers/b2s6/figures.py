@@ -20,7 +20,10 @@ UNITS = {"s4d": "S4D", "s6": "S6", "b2s6": "B2S6"}
 
 
 def _leaf_histories(spec: dict, experiment: str) -> list[tuple[dict, dict]]:
-    return [(leaf["config"], read_json(Path(leaf["out_dir"]) / "history.json")) for leaf in spec["inputs"]["leaves"][experiment]]
+    return [
+        (leaf["config"], read_json(Path(leaf["out_dir"]) / "history.json"))
+        for leaf in spec["inputs"]["leaves"][experiment]
+    ]
 
 
 def figure3(spec: dict, out: Path) -> None:
@@ -30,7 +33,15 @@ def figure3(spec: dict, out: Path) -> None:
         per_epoch = -(-cfg["task"]["train_size"] // cfg["train"]["batch"])  # ceil: the task reads whole epochs
         for step, v in zip(diag.get("step", []), diag.get("test_l2", [])):
             if step > 0:
-                rows.append({"unit": cfg["variant"], "d": cfg["model"]["width"], "seed": cfg["seed"], "epoch": step / per_epoch, "test_l2": v})
+                rows.append(
+                    {
+                        "unit": cfg["variant"],
+                        "d": cfg["model"]["width"],
+                        "seed": cfg["seed"],
+                        "epoch": step / per_epoch,
+                        "test_l2": v,
+                    }
+                )
     df = pd.DataFrame(rows)
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), sharey=True)
     for ax, (unit, title) in zip(axes, UNITS.items()):
@@ -38,7 +49,9 @@ def figure3(spec: dict, out: Path) -> None:
         for i, (d, g) in enumerate(sub.groupby("d") if len(sub) else []):
             m = g.groupby("epoch")["test_l2"].mean()
             label = f"d = {d}" if unit != "b2s6" else f"(h, p) = ({int(round(d**0.5))}, {int(round(d**0.5))})"
-            ax.plot(m.index, m.values, "o-", ms=3, color=plt.cm.viridis(i / max(1, sub["d"].nunique() - 1)), label=label)
+            ax.plot(
+                m.index, m.values, "o-", ms=3, color=plt.cm.viridis(i / max(1, sub["d"].nunique() - 1)), label=label
+            )
         ax.set_title(title + (" (block only)" if unit == "b2s6" else ""))
         ax.set_xlabel("epoch")
         ax.legend(fontsize=8)

@@ -40,7 +40,15 @@ def figure1(spec: dict, out: Path) -> None:
     s4d, s6, b2s6 = axes
     _channels(s4d)
     for i in range(4):
-        _box(s4d, 0.3, 0.78 - 0.18 * i, 0.4, 0.12, rf"$\bar A^{{({i + 1})}}, \bar B^{{({i + 1})}}, \bar C^{{({i + 1})}}$", LINEAR)
+        _box(
+            s4d,
+            0.3,
+            0.78 - 0.18 * i,
+            0.4,
+            0.12,
+            rf"$\bar A^{{({i + 1})}}, \bar B^{{({i + 1})}}, \bar C^{{({i + 1})}}$",
+            LINEAR,
+        )
     s4d.set_title("S4D: independent LTI units per channel")
     _channels(s6)
     for i in range(4):
@@ -50,7 +58,13 @@ def figure1(spec: dict, out: Path) -> None:
     _channels(b2s6)
     for j, y in enumerate((0.6, 0.24)):
         _box(b2s6, 0.27, y, 0.46, 0.3, "", SHARED)
-        b2s6.text(0.5, y + 0.27, rf"block {j + 1}: $B_w^{{[{j + 1}]}}, C^{{[{j + 1}]}}, w^{{[{j + 1}]}}$", ha="center", fontsize=7)
+        b2s6.text(
+            0.5,
+            y + 0.27,
+            rf"block {j + 1}: $B_w^{{[{j + 1}]}}, C^{{[{j + 1}]}}, w^{{[{j + 1}]}}$",
+            ha="center",
+            fontsize=7,
+        )
         for i in range(2):
             _box(b2s6, 0.32, y + 0.02 + 0.12 * i, 0.36, 0.09, r"scan $+\,B_{\mathrm{bias}}^{(i)}$", LINEAR, fs=7)
     b2s6.set_title("B2S6: blockwise selective units, per-channel bias")
@@ -76,7 +90,13 @@ def figure2(spec: dict, out: Path) -> None:
         _box(ax, 0.01 + 0.165 * i, 0.35, 0.14, 0.3, text, color, fs=8)
         if i:
             _arrow(ax, (0.01 + 0.165 * i - 0.025, 0.5), (0.01 + 0.165 * i, 0.5))
-    ax.text(0.5, 0.1, r"$\tilde G(u) = N\,\sigma(\Gamma(Mu_1, \ldots, Mu_L)_L + \theta)$  (eq. 5); green: linear, orange: nonlinear", ha="center", fontsize=9)
+    ax.text(
+        0.5,
+        0.1,
+        r"$\tilde G(u) = N\,\sigma(\Gamma(Mu_1, \ldots, Mu_L)_L + \theta)$  (eq. 5); green: linear, orange: nonlinear",
+        ha="center",
+        fontsize=9,
+    )
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.axis("off")

@@ -31,7 +31,9 @@ def e1_width(spec: dict, out: Path) -> None:
         for d in widths:
             row[f"d = {d}"] = mean_std(sub[sub["sweep_value"] == d]["test_l2"], 3)
         means = sub.groupby("sweep_value")["test_l2"].mean()
-        row["slope of log error on log d"] = f"{loglog_slope(means.index.to_numpy(float), means.to_numpy())[0]:.3f}" if len(means) > 1 else "—"
+        row["slope of log error on log d"] = (
+            f"{loglog_slope(means.index.to_numpy(float), means.to_numpy())[0]:.3f}" if len(means) > 1 else "—"
+        )
         rows.append(row)
     caption = "E1 (Figure 3): final-epoch test mean ||g_pred - g||_2 against the width d (mean ± std over seeds)"
     write_table(pd.DataFrame(rows), out / "e1_width", caption)
@@ -42,5 +44,8 @@ def e5_stability(spec: dict, out: Path) -> None:
     cols = ["spikes", "max_jump", "final_rms", "max_grad_norm_w", "max_grad_norm_b"]
     g = df.groupby(["variant", "c"])[cols].mean().reset_index()
     g[cols] = g[cols].map(lambda v: "—" if not np.isfinite(v) else f"{v:.3g}")
-    caption = "E5 (Figure 6): loss spikes (loss > 3x the running minimum), largest jump, final RMS loss and Delta-gradient norms (mean over seeds)"
+    caption = (
+        "E5 (Figure 6): loss spikes (loss > spike_factor x the running minimum), largest jump, final RMS loss and "
+        "Delta-gradient norms (mean over seeds)"
+    )
     write_table(g, out / "e5_stability", caption)
