@@ -5,7 +5,7 @@
 - M: a linear encoder d_in -> width without bias (``encoder: true``; Figure 3 embeds a scalar sequence), or
   the identity when the input is already ``width`` wide (``encoder: false``; Figure 4, M = I);
 - Gamma: one S4D, S6 or B2S6 unit over ``width`` channels; only its last time step is read;
-- theta: a bias of size width, sigma = GELU (spec §2.4 default), N: a linear decoder width -> d_out (with bias).
+- theta: a bias of size width, sigma = GELU (b2s6 spec §2.4 default), N: a linear decoder width -> d_out (with bias).
 ``freeze_delta`` stops the gradient of the unit's step parameters (w, b: Figure 6's "S6 with fixed Delta"),
 so that the optimiser never sees them. ``square_blocks`` sets a B2S6 unit's h = p = sqrt(width) (Figure 3 holds
 h / p fixed while the width is swept).
@@ -43,7 +43,7 @@ class SSMProbe(nn.Module):
         if not encoder and d_in != width:
             raise ValueError(f"ssm_probe: encoder false (M = I) needs d_in == width, got d_in {d_in}, width {width}")
         opts = dict(mixer)
-        if square_blocks:  # Figure 3 holds h = p as d grows (spec E1), so h follows the swept width
+        if square_blocks:  # Figure 3 holds h = p as d grows (b2s6 spec E1), so h follows the swept width
             h = round(width**0.5)
             if h * h != width or opts.get("name") != "b2s6":
                 raise ValueError(

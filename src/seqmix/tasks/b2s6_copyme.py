@@ -1,12 +1,12 @@
-"""B2S6 paper, Figure 4 (spec E3): "copy me" under an input-magnitude imbalance.
+"""B2S6 paper, Figure 4 (b2s6 spec E3): "copy me" under an input-magnitude imbalance.
 
     inputs (B, L, d): u_1 = u1 (1, ..., 1) with u1 ~ N(0, sigma1^2), u_2..u_(L-1) = 0, u_L ~ N(0, sigma2^2 I_d)
     targets (B, 1): |u1|
 
-sigma1 and sigma2 are standard deviations (spec E3 default) given together as ``sigmas`` = "<sigma1>_<sigma2>"
+sigma1 and sigma2 are standard deviations (b2s6 spec E3 default) given together as ``sigmas`` = "<sigma1>_<sigma2>"
 (e.g. "1e-2_1e2"), so that one sweep covers the grid. Inputs are not normalised (the input scale is the point
 of the experiment); the loss is ((pred - |u1|) / sigma1)^2 and the metric the mean relative error
-mean |pred - |u1|| / sigma1 (``rel_err``; 0.798 for predicting 0, spec §4 T9).
+mean |pred - |u1|| / sigma1 (``rel_err``; 0.798 for predicting 0, b2s6 spec §4 T9).
 """
 
 from __future__ import annotations

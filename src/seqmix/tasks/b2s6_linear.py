@@ -1,4 +1,4 @@
-"""B2S6 paper, Figure 6 (spec E5): a linear functional G(u) = sum_j theta_j u_j of a scalar sequence.
+"""B2S6 paper, Figure 6 (b2s6 spec E5): a linear functional G(u) = sum_j theta_j u_j of a scalar sequence.
 
     inputs (B, L, 1): u_j ~ N(0, c^2) i.i.d. (c = ``scale``; Thm 3 says the instability grows with c)
     targets (B, 1): sum_j theta_j u_j, theta_j ~ N(0, 1/L) drawn once (``theta: gaussian``), or the long-memory

@@ -1,7 +1,7 @@
-"""B2S6 paper, Figure 3 (spec E1): recover the cosine coefficients g of u(t) = sum_i g_i cos(p_i t).
+"""B2S6 paper, Figure 3 (b2s6 spec E1): recover the cosine coefficients g of u(t) = sum_i g_i cos(p_i t).
 
     inputs (B, L, 1): u(t_k; g) at t_k = k dt, k = 0..L-1, with p = (2, 3, 5, ..., 29) (the ten smallest primes)
-    targets (B, 10): g ~ U(0, 1)^10 (spec E1 defaults; no noise)
+    targets (B, 10): g ~ U(0, 1)^10 (b2s6 spec E1 defaults; no noise)
 
 A fixed training pool of ``train_size`` examples (data seed ``data_seed``) is read epoch by epoch
 (``seqmix.tasks.sampling``), so ``steps = epochs * ceil(train_size / batch)``; the test set has its own seed.

@@ -9,7 +9,7 @@
 - T9 (Figure 4): the relative errors of the trivial predictors of |z|, z ~ N(0, 1) (``copy_me_reference``).
 
 Shapes: A, B, C are (n,) (A diagonal, Re A < 0; complex allowed), u is (M, L) (M draws of a length-L scalar
-sequence), outputs are (M,). Index j = 1..L runs over time and m_j = L - j (spec §4, T5).
+sequence), outputs are (M,). Index j = 1..L runs over time and m_j = L - j (b2s6 spec §4, T5).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import torch
 
 
 def _powers(Abar: torch.Tensor, L: int) -> torch.Tensor:
-    """Abar^(m_j) for m_j = L - j, j = 1..L, as exp(m log Abar) (spec §4: no repeated powers): (L, n)."""
+    """Abar^(m_j) for m_j = L - j, j = 1..L, as exp(m log Abar) (b2s6 spec §4: no repeated powers): (L, n)."""
     m = torch.arange(L - 1, -1, -1, dtype=torch.float64)
     return torch.exp(m[:, None] * torch.log(Abar.to(torch.complex128))[None, :])
 
@@ -79,7 +79,7 @@ def s6_grad_w(A, B, C, b: float, u: torch.Tensor) -> torch.Tensor:
 
 
 def random_unit(n: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(A, B, C) of spec E4: Re a ~ -U(0.1, 1), Im a ~ U(-3, 3), B, C ~ N(0, 1) real; A: (n,) complex."""
+    """(A, B, C) of b2s6 spec E4: Re a ~ -U(0.1, 1), Im a ~ U(-3, 3), B, C ~ N(0, 1) real; A: (n,) complex."""
     re = -(0.1 + 0.9 * torch.rand(n, generator=g, dtype=torch.float64))
     im = 6 * torch.rand(n, generator=g, dtype=torch.float64) - 3
     B = torch.randn(n, generator=g, dtype=torch.float64)
@@ -90,7 +90,7 @@ def random_unit(n: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor,
 def gradient_ratios(n: int, L: int, kappa: float, cs: list[float], trials: int, draws: int, seed: int) -> list[dict]:
     """Figure 5's ratios E|d_w y_S6| / E|d_b y_S4D| and E|d_b y_S6| / E|d_b y_S4D| (Monte Carlo means over
     ``draws`` inputs u ~ N(0, c^2), one fresh unit per trial), at b = log(kappa / L) (L e^b = kappa held
-    fixed). The same base draws are scaled by every c (spec §4, T6). Rows: one per (trial, c), with the
+    fixed). The same base draws are scaled by every c (b2s6 spec §4, T6). Rows: one per (trial, c), with the
     trial's ratios; average them over trials for the figure."""
     b = math.log(kappa / L)
     rows = []
