@@ -64,6 +64,7 @@ def theory_checks(spec: dict, out: Path) -> None:
         + checks.check_signs(**st["signs"])
         + checks.check_gradients(**st["gradients"])
         + checks.check_reference_levels(**st["reference"])
+        + checks.check_copy_me_shortcut(**st["copy_me"])
     )
     write_csv(out / "summary.csv", rows, checksum=True)  # the claims verify it
 

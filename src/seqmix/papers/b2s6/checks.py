@@ -8,7 +8,8 @@ Each ``check_*`` returns long rows {"check", "quantity", "value", ...}; the ``ch
 - T4: how often every block of a random B2S6 agrees in sign, against 2^(1 - h) (Thm 5's assumption);
 - T5 / D3: the closed-form gradients of Thm 3 against autograd through the S4D/S6 units (real A) and the
   selective-scan op (complex A);
-- T9: the reference levels of Figure 4's relative error, by Monte Carlo.
+- T9: the reference levels of Figure 4's relative error, by Monte Carlo;
+- E3's shortcut: S6 on copy-me inputs in closed form (the state only decays between the first and last step).
 """
 
 from __future__ import annotations
@@ -237,3 +238,29 @@ def check_reference_levels(draws: int, seed: int) -> list[dict]:
         rows.append(_row("T9", f"rel_err_{name}_monte_carlo", (z - c).abs().mean().item()))
         rows.append(_row("T9", f"rel_err_{name}_closed_form", ref[name]))
     return rows
+
+
+def check_copy_me_shortcut(d: int, n: int, L: int, seed: int) -> list[dict]:
+    """Spec E3's shortcut: on copy-me inputs (u_2..u_(L-1) = 0) S6's state only decays between the first and
+    last steps, x_(L-1) = exp((L - 2) softplus(b) A) x_1, so y_L has a closed form; its relative error against
+    the library's scan."""
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    s6 = S6(d, d_state=n).double()
+    u1 = torch.randn(4, generator=g, dtype=torch.float64)
+    uL = torch.randn(4, d, generator=g, dtype=torch.float64)
+    u = torch.zeros(4, L, d, dtype=torch.float64)
+    u[:, 0], u[:, -1] = u1[:, None], uL
+    with torch.no_grad():
+        A, Bw, Cw, w, b = s6.A(), s6.B_proj.weight, s6.C_proj.weight, s6.w, s6.b
+
+        def inject(v):  # (N, d) -> the state increment A^-1 (Abar - I) (B v) v^(i): (N, d, n), and Abar
+            Abar = torch.exp(F.softplus((v @ w)[:, None] + b)[..., None] * A)
+            return (Abar - 1) / A * (v @ Bw.T)[:, None, :] * v[..., None], Abar
+
+        x1, _ = inject(u[:, 0])
+        x = torch.exp((L - 2) * F.softplus(b)[:, None] * A) * x1
+        inc, Abar = inject(uL)
+        y = ((Abar * x + inc) * (uL @ Cw.T)[:, None, :]).sum(-1)
+        err = (s6(u)[:, -1] - y).abs().max() / y.abs().max()
+    return [_row("E3", "copy_me_shortcut_rel_err", err.item(), L=L)]

@@ -56,7 +56,7 @@ def figure3(spec: dict, out: Path) -> None:
         ax.set_xlabel("epoch")
         ax.legend(fontsize=8)
     axes[0].set_ylabel(r"mean $\|\tilde g - g\|_2$ (test)")
-    fig.suptitle("Figure 3: recovering cosine coefficients with single-layer units over widths", fontsize=10)
+    fig.suptitle("Figure 3: recovering cosine coefficients with single-layer units over widths", fontsize=10, y=1.06)
     save_figure(fig, out / "figure3", df)
 
 
@@ -79,7 +79,7 @@ def figure4(spec: dict, out: Path) -> None:
         ax.set_title(title)
     axes[0].set_ylabel(r"$\sigma_2$")
     fig.colorbar(im, ax=list(axes), shrink=0.8, label="mean relative error")
-    fig.suptitle("Figure 4: copy-me under input-magnitude imbalance (0.798 = predicting 0)", fontsize=10)
+    fig.suptitle("Figure 4: copy-me under input-magnitude imbalance (0.798 = predicting 0)", fontsize=10, y=1.06)
     save_figure(fig, out / "figure4", cells)
 
 
@@ -101,7 +101,7 @@ def figure5(spec: dict, out: Path) -> None:
         ax.set_title(f"{title}\nfitted slope {slope:.3f}", fontsize=9)
         ax.set_xlabel(xlabel)
         ax.legend(fontsize=8)
-    fig.suptitle("Figure 5: gradient-ratio scaling (Thm 3)", fontsize=10)
+    fig.suptitle("Figure 5: gradient-ratio scaling (Thm 3)", fontsize=10, y=1.06)
     save_figure(fig, out / "figure5", series)
 
 
@@ -130,8 +130,9 @@ def figure6(spec: dict, out: Path) -> None:
                 axes[1, col].semilogy(g["step"], g["grad_norm_b"], lw=0.8, label=f"b, c = {c:g}, seed {seed}")
         axes[0, col].set_title(title)
         axes[1, col].set_xlabel("step")
-        axes[0, col].legend(fontsize=6)
+        if axes[0, col].lines:
+            axes[0, col].legend(fontsize=6)
     axes[0, 0].set_ylabel("RMS loss")
     axes[1, 0].set_ylabel(r"$\|\partial \mathcal{L} / \partial b\|$")
-    fig.suptitle("Figure 6: training loss and Delta-gradient norms per step", fontsize=10)
+    fig.suptitle("Figure 6: training loss and Delta-gradient norms per step", fontsize=10, y=1.06)
     save_figure(fig, out / "figure6", df)

@@ -49,12 +49,12 @@ def figure1(spec: dict, out: Path) -> None:
             rf"$\bar A^{{({i + 1})}}, \bar B^{{({i + 1})}}, \bar C^{{({i + 1})}}$",
             LINEAR,
         )
-    s4d.set_title("S4D: independent LTI units per channel")
+    s4d.set_title("S4D:\nindependent LTI units per channel", fontsize=9)
     _channels(s6)
     for i in range(4):
         _box(s6, 0.3, 0.78 - 0.18 * i, 0.4, 0.12, rf"$\Delta_k^{{({i + 1})}}$ scan", LINEAR)
     _box(s6, 0.25, 0.02, 0.5, 0.1, r"shared $B u_k$, $u_k^\top C$, $w \cdot u_k$", SHARED)
-    s6.set_title("S6: B, C and the step logit shared by all channels")
+    s6.set_title("S6:\nB, C and the step logit shared by all channels", fontsize=9)
     _channels(b2s6)
     for j, y in enumerate((0.6, 0.24)):
         _box(b2s6, 0.27, y, 0.46, 0.3, "", SHARED)
@@ -67,12 +67,12 @@ def figure1(spec: dict, out: Path) -> None:
         )
         for i in range(2):
             _box(b2s6, 0.32, y + 0.02 + 0.12 * i, 0.36, 0.09, r"scan $+\,B_{\mathrm{bias}}^{(i)}$", LINEAR, fs=7)
-    b2s6.set_title("B2S6: blockwise selective units, per-channel bias")
+    b2s6.set_title("B2S6:\nblockwise selective units, per-channel bias", fontsize=9)
     for ax in axes:
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.axis("off")
-    fig.suptitle("Figure 1 (schematic): S4D, S6 and B2S6 units", fontsize=10)
+    fig.suptitle("Figure 1 (schematic): S4D, S6 and B2S6 units", fontsize=10, y=1.04)
     save(fig, out / "figure1")
 
 
