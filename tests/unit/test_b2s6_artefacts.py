@@ -54,7 +54,7 @@ def _fake_e5_leaf(root, variant: str, c: float, losses: list[float]) -> dict:
 def test_stability_reads_histories_and_draws_figure6(tmp_path):
     smooth = [1.0 / (t + 1) for t in range(40)]
     spiky = list(smooth)
-    spiky[30] = 1.0  # (1.0 / 0.033)^2 on the MSE scale: one spike on the RMS scale
+    spiky[30] = 1.0  # RMS 1 against a running minimum of 0.18: one spike
     leaves = [_fake_e5_leaf(tmp_path, "s4d", 1.0, smooth), _fake_e5_leaf(tmp_path, "s6", 1.0, spiky)]
     spec = {
         "analysis": {"stability": {"spike_factor": 3.0, "after_fraction": 0.1}},
