@@ -132,6 +132,10 @@ def figure6(spec: dict, out: Path) -> None:
         axes[1, col].set_xlabel("step")
         if axes[0, col].lines:
             axes[0, col].legend(fontsize=6)
+        if not axes[1, col].lines:  # the frozen model's Delta parameters get no gradient
+            axes[1, col].text(
+                0.5, 0.5, "no gradient (Delta frozen)", ha="center", va="center", transform=axes[1, col].transAxes
+            )
     axes[0, 0].set_ylabel("RMS loss")
     axes[1, 0].set_ylabel(r"$\|\partial \mathcal{L} / \partial b\|$")
     fig.suptitle("Figure 6: training loss and Delta-gradient norms per step", fontsize=10, y=1.06)
