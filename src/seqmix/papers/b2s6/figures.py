@@ -72,7 +72,7 @@ def figure4(spec: dict, out: Path) -> None:
         im = ax.imshow(grid, origin="lower", cmap="viridis", vmin=0, vmax=1)
         for (i, j), v in np.ndenumerate(grid):
             if np.isfinite(v):
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="w" if v < 0.5 else "k")
+                ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize=7, color="w" if v < 0.5 else "k")
         ax.set_xticks(range(len(s1)), [f"{v:g}" for v in s1])
         ax.set_yticks(range(len(s2)), [f"{v:g}" for v in s2])
         ax.set_xlabel(r"$\sigma_1$")
