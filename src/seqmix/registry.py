@@ -46,6 +46,10 @@ _MODULES = (
     "seqmix.tasks.image_tasks",
     "seqmix.tasks.byte_lm",
     "seqmix.tasks.rotations_lm",
+    "seqmix.models.probe",
+    "seqmix.tasks.b2s6_waves",
+    "seqmix.tasks.b2s6_copyme",
+    "seqmix.tasks.b2s6_linear",
 )
 
 

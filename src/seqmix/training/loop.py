@@ -105,8 +105,9 @@ def train(
 ) -> dict:
     """Train one leaf. Writes ``checkpoint.pt`` every ``checkpoint_every`` steps and ``model.pt`` at the end.
 
-    Returns {"history": {"step": [...], "train_loss": [...], "lr": [...]}, "steps": int, "resumed_from": int | None,
-    "seconds": float, "backends": {module: backend}, "diagnostics": {"calls": int, "seconds": float}}.
+    Returns {"history": {"step": [...], "train_loss": [...], "lr": [...], "grad_norm_<label>": [...] (with
+    train.grad_norms)}, "steps": int, "resumed_from": int | None, "seconds": float, "backends": {module: backend},
+    "diagnostics": {"calls": int, "seconds": float}}.
     ``on_log(step, metrics)`` is called at every logged step (live tracking); ``on_backend(report)`` once,
     after the first step, with the backend each layer ran (``seqmix.ops.backends.backend_report``).
     In-training evaluation: see ``_Diagnostics``. ``stop_after`` ends early after that many steps (tests).
@@ -184,6 +185,7 @@ def _run_steps(
     world, rank = distributed.world_size(), distributed.rank()
     net = rt.forward_fn(distributed.wrap(model))
     guard = StepGuard(model, tcfg.get("grad_clip"))
+    watched = _watched_parameters(model, tcfg.get("grad_norms") or {})
     t0 = time.perf_counter()
     backends = None
     bar = StepBar(steps, start, Path(out).name, enabled=None if rank == 0 else False)
@@ -208,9 +210,9 @@ def _run_steps(
         if done % log_every == 0 or done == steps:
             value = float(distributed.mean(loss).item())
             history["step"].append(done)
-            row = {"train_loss": value, "lr": float(sched.get_last_lr()[0])}
+            row = {"train_loss": value, "lr": float(sched.get_last_lr()[0]), **_grad_norms(watched)}
             for name, v in row.items():
-                history[name].append(v)
+                history.setdefault(name, []).append(v)
             if on_log:
                 on_log(done, row)
         diagnose(done, steps)
@@ -239,6 +241,32 @@ def _run_steps(
             )
     bar.close()
     return backends
+
+
+def _watched_parameters(model: torch.nn.Module, patterns: dict[str, str]) -> dict[str, list[torch.nn.Parameter]]:
+    """``train.grad_norms`` {label: fnmatch pattern over parameter names} -> {label: parameters}; a pattern
+    that matches nothing is an error naming the parameters there are (a typo would log nothing)."""
+    import fnmatch
+
+    names = dict(model.named_parameters())
+    out = {}
+    for label, pattern in patterns.items():
+        out[label] = [p for n, p in names.items() if fnmatch.fnmatchcase(n, pattern)]
+        if not out[label]:
+            raise ValueError(
+                f"train.grad_norms.{label}: {pattern!r} matches no parameter; there are {', '.join(names)}"
+            )
+    return out
+
+
+def _grad_norms(watched: dict[str, list[torch.nn.Parameter]]) -> dict[str, float]:
+    """{grad_norm_<label>: the 2-norm of the gradients of that label's parameters at this step} (0 for
+    parameters that receive no gradient, e.g. frozen ones): the spec's per-step Delta-gradient trace."""
+    out = {}
+    for label, params in watched.items():
+        grads = [p.grad.detach().flatten() for p in params if p.grad is not None]
+        out[f"grad_norm_{label}"] = float(torch.linalg.vector_norm(torch.cat(grads))) if grads else 0.0
+    return out
 
 
 def load_trained(cfg: dict, out_dir: str | Path, runtime: Runtime | None = None):

@@ -1,0 +1,82 @@
+"""The B2S6 paper's artefacts on hand-built specs: Figure 5's analysis (exact c-slopes 3 and 2), the spec §4
+theory checks on small sizes (every identity below its tolerance, the S6 rank 1), the E5 stability analysis
+and Figures 4 and 6 from fake leaves and summaries. New with the b2s6 package (none exist on main)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from seqmix.io import write_json
+from seqmix.papers.b2s6 import analysis, figures, tables
+from seqmix.results import leaf_marker
+
+
+def test_gradient_scaling_slopes(tmp_path):
+    st = {"n": 4, "kappa": 1.0, "c_values": [1.0, 10.0, 100.0], "L_fixed": 40, "L_values": [50, 200, 800],
+          "trials": 3, "draws": 40, "seed": 0}  # fmt: skip
+    analysis.gradient_scaling({"analysis": {"gradient_scaling": st}}, tmp_path)
+    df = pd.read_csv(tmp_path / "summary.csv").set_index("quantity")
+    assert df.loc["slope_c_w", "value"] == pytest.approx(3.0, abs=1e-9)
+    assert df.loc["slope_c_b", "value"] == pytest.approx(2.0, abs=1e-9)
+    assert 0.3 < df.loc["slope_L_b", "value"] < 0.7
+
+
+def test_theory_checks_small(tmp_path):
+    st = {
+        "rank": {"d": 6, "L": 10, "n": 4, "h": 2, "seed": 0},
+        "constructions": {"d": 3, "L": 6, "n": 2, "seed": 0},
+        "profiles": {"d": 2, "n": 2, "L": 4, "k0": 1, "cs": [1.0, 100.0], "seed": 0},
+        "signs": {"h": 3, "p": 2, "draws": 20000, "seed": 0},
+        "gradients": {"n": 3, "L": 10, "draws": 2, "seed": 0},
+        "reference": {"draws": 20000, "seed": 0},
+        "copy_me": {"d": 3, "n": 2, "L": 8, "seed": 0},
+    }
+    analysis.theory_checks({"analysis": {"theory_checks": st}}, tmp_path)
+    df = pd.read_csv(tmp_path / "summary.csv")
+    value = dict(zip(df["quantity"], df["value"]))
+    assert value["rank_s6"] == 1 and value["rank_b2s6_nobias_minus_h"] <= 0 and value["rank_b2s6_deficit"] == 0
+    errors = [q for q in value if q.endswith("rel_err")]
+    assert len(errors) >= 10 and all(value[q] < 1e-10 for q in errors), {q: value[q] for q in errors}
+    assert value["one_sign_fraction"] == pytest.approx(0.25, abs=0.02)
+
+
+def _fake_e5_leaf(root, variant: str, c: float, losses: list[float]) -> dict:
+    out = root / f"{variant}-{c}"
+    out.mkdir()
+    write_json(out / "history.json", {"step": list(range(1, len(losses) + 1)), "train_loss": losses,
+                                      "grad_norm_b": [0.5] * len(losses)})  # fmt: skip
+    write_json(leaf_marker(out, "train"), {"hash": "h"})
+    cfg = {"variant": variant, "seed": 0, "task": {"scale": c}}
+    return {"id": out.name, "hash": "h", "out_dir": str(out), "config": cfg}
+
+
+def test_stability_reads_histories_and_draws_figure6(tmp_path):
+    smooth = [1.0 / (t + 1) for t in range(40)]
+    spiky = list(smooth)
+    spiky[30] = 1.0  # RMS 1 against a running minimum of 0.18: one spike
+    leaves = [_fake_e5_leaf(tmp_path, "s4d", 1.0, smooth), _fake_e5_leaf(tmp_path, "s6", 1.0, spiky)]
+    spec = {
+        "analysis": {"stability": {"spike_factor": 3.0, "after_fraction": 0.1}},
+        "inputs": {"leaves": {"e5": leaves}},
+    }
+    analysis.stability(spec, tmp_path)
+    df = pd.read_csv(tmp_path / "summary.csv").set_index("variant")
+    assert df.loc["s4d", "spikes"] == 0 and df.loc["s6", "spikes"] == 1
+    assert df.loc["s6", "max_grad_norm_b"] == 0.5 and pd.isna(df.loc["s6", "max_grad_norm_w"])
+    figures.figure6(spec, tmp_path)
+    tables.e5_stability({"inputs": {"artefacts": {"stability": [str(tmp_path / "summary.csv")]}}}, tmp_path)
+    assert (tmp_path / "figure6.png").stat().st_size > 0 and "s6" in (tmp_path / "e5_stability.md").read_text()
+
+
+def test_figure4_heat_maps(tmp_path):
+    rows = [
+        {"variant": v, "seed": 0, "sigma1": s1, "sigma2": s2, "rel_err": 0.1 + (v == "s6") * (s1 < s2)}
+        for v in ("s4d", "s6", "b2s6")
+        for s1 in (0.01, 100.0)
+        for s2 in (0.01, 100.0)
+    ]
+    pd.DataFrame(rows).to_csv(tmp_path / "e3.csv", index=False)
+    figures.figure4({"inputs": {"summaries": {"e3": str(tmp_path / "e3.csv")}}}, tmp_path)
+    cells = pd.read_csv(tmp_path / "figure4.csv")
+    assert len(cells) == 12 and cells["rel_err"].max() == pytest.approx(1.1)
