@@ -98,6 +98,26 @@ def test_feedback_solve_kernel_matches_reference(Nb, T, D, dtypes, out_dtype):
     assert_matches(fs_kernel.feedback_solve, fs_ref.feedback_solve_dense, inputs, tol, out_dtype)
 
 
+@pytest.mark.parametrize("Nb,T,D,d,dtype", [(1, 1, 3, 4, F32), (2, 21, 40, 8, F32), (1, 19, 6, 4, F64)])
+def test_feedback_attention_solve_kernel_matches_the_mixers_torch_path(Nb, T, D, d, dtype):
+    """The call the Sessa mixer makes (alpha from q_b, k_b, then the solve): its kernel form, which the
+    dispatcher picks on CUDA, against the saved-once torch path the mixer runs on CPU (outputs and the
+    gradients of f, gamma, q_b and k_b). Guards: the mixer's op had no kernel, so on CUDA Sessa kept the torch
+    solve although a solve kernel existed."""
+    from seqmix.ops.feedback_solve import saved_once
+
+    g = torch.Generator().manual_seed(3)
+    f, qb, kb = (torch.randn(Nb, T, n, generator=g, dtype=dtype) for n in (D, d, d))
+    gamma = 0.9 * torch.tanh(torch.randn(Nb, T, generator=g, dtype=dtype))
+    assert_matches(
+        lambda *a: fs_kernel.feedback_attention_solve(*a, 0.5),
+        lambda *a: saved_once.feedback_attention_solve(*a, 0.5),
+        [f, gamma, qb, kb],
+        TOL[dtype],
+        dtype,
+    )
+
+
 def test_feedback_solve_kernel_empty_length():
     f, gamma, alpha = (t.requires_grad_() for t in feedback_inputs(2, 0, 3, (F32, F32, F32)))
     s = fs_kernel.feedback_solve(f, gamma, alpha)

@@ -50,6 +50,17 @@ def feedback_alpha(qb: torch.Tensor, kb: torch.Tensor, scale: float, *, inplace:
     return alpha * strict.to(alpha.dtype)
 
 
+def strict_past_softmax(qb: torch.Tensor, kb: torch.Tensor, scale: float) -> torch.Tensor:
+    """``feedback_alpha``'s values for autograd with one saved float T x T (the softmax output) and a bool mask,
+    where ``feedback_alpha`` multiplies by a float mask that autograd would keep too. (Nb, T, d) -> (Nb, T, T)."""
+    T = qb.shape[1]
+    strict = torch.ones(T, T, dtype=torch.bool, device=qb.device).tril(-1)
+    strict_row0 = strict.clone()
+    strict_row0[0:1, 0:1] = True  # row 0 has no past: one finite entry for the softmax, zeroed below
+    alpha = torch.softmax((qb @ kb.transpose(1, 2) * scale).masked_fill(~strict_row0, float("-inf")), dim=-1)
+    return alpha.masked_fill(~strict, 0.0)
+
+
 def _neg_routing(gamma: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
     """-B_fb with one T x T allocation (reference.routing_matrix's values, negated). (Nb, T), (Nb, T, T)."""
     return (alpha * gamma[..., None]).tril_(-1).neg_()

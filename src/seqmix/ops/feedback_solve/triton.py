@@ -224,3 +224,20 @@ def feedback_solve(f: torch.Tensor, gamma: torch.Tensor, alpha: torch.Tensor) ->
     """s with (I - gamma alpha_strict) s = f, as ``reference.feedback_solve_dense``.
     f: (Nb, T, D); gamma: (Nb, T); alpha: (Nb, T, T) (entries j >= t ignored) -> s: (Nb, T, D)."""
     return _FeedbackSolve.apply(f, gamma, alpha)
+
+
+def feedback_attention_solve(
+    f: torch.Tensor, gamma: torch.Tensor, qb: torch.Tensor, kb: torch.Tensor, scale: float
+) -> torch.Tensor:
+    """What the Sessa mixer calls (``saved_once.feedback_attention_solve``'s signature) on CUDA: alpha by the
+    torch softmax over the strict past, the solve by the kernel above. Autograd keeps the softmax output for
+    its backward and the kernel keeps alpha: two T x T per sequence (plus a bool mask), never B itself.
+    f: (Nb, T, D); gamma: (Nb, T); qb, kb: (Nb, T, d) -> s: (Nb, T, D)."""
+    from .saved_once import strict_past_softmax
+
+    sig = Signature("feedback_attention_solve")
+    sig.tensor("f", f, "Nb T D")
+    sig.tensor("gamma", gamma, "Nb T")
+    sig.tensor("qb", qb, "Nb T d")
+    sig.tensor("kb", kb, "Nb T d")
+    return _FeedbackSolve.apply(f, gamma, strict_past_softmax(qb, kb, float(scale)))
