@@ -85,6 +85,15 @@ class TokenInput(Protocol):
 
 
 @runtime_checkable
+class RandomAngles(Protocol):
+    """A mixer that draws random quantities at every forward from a generator of its own (random accumulated
+    rotations); ``reseed`` restarts it, so that an evaluation repeats (rotations spec U17)."""
+
+    def reseed(self, seed: int | None = None) -> None:
+        """Restart the generator from ``seed`` (None: the mixer's configured seed)."""
+
+
+@runtime_checkable
 class LayerwiseEdgeAttention(Protocol):
     """A stack of attention layers over a graph's edges that reports its internals (the cascade transformer):
     per-layer bilinear maps and parameter groups, and ``forward(x, internals=True)`` with per-layer tensors."""

@@ -44,6 +44,7 @@ _MODULES = (
     "seqmix.tasks.lra_tasks",
     "seqmix.tasks.image_tasks",
     "seqmix.tasks.byte_lm",
+    "seqmix.tasks.rotations_lm",
 )
 
 

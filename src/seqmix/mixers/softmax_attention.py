@@ -16,6 +16,10 @@ Positional mechanisms (``position``):
   table, with ``token_angles`` (set by the so2_learned_* presets) when ``vocab_size`` is known: the model
   fills it in, and passes ``tokens``) or g_t = x_t W_g (hidden-state dependent otherwise); E / W_g start at
   zero, so the variant equals RoPE at initialisation.
+Long sequences: ``query_block`` (None: one SDPA call) attends sequences longer than it in blocks of that many
+queries against all earlier keys (``blocked_attention``), the ALiBi bias built per block from positions: the
+same outputs, and memory linear in T where the one call would materialise the (H, T, T) ALiBi bias. The other
+positions already run SDPA's fused causal kernel (memory O(T)) in one call; blocks are exact for them too.
 Per layer: ``layer_idx`` offsets ``angle_seed`` (layer l draws its random steps from seed + 7919 l).
 Accumulated angles are EXCLUSIVE prefix sums in float64 (seqmix.ops.rotary). Direction convention (one
 for all variants; see ops/rotary/reference.py): q, k (and v) at position i are rotated by R(+Theta_i) and the
@@ -40,6 +44,7 @@ from ..ops.path_attention import path_attention
 from ..options import NonNegInt, Opt, OptPosInt, PosFloat, PosInt
 from ..registry import register_mixer
 from .base import check_divides, check_input, check_positive_int, register_preset
+from .blocked_attention import blocked_causal_attention
 
 Position = Literal["nope", "rope", "alibi", "so2_random", "so2_learned"]
 POSITIONS = typing.get_args(Position)
@@ -80,9 +85,15 @@ class SoftmaxAttention(nn.Module):
         rope_base: PosFloat = 10000.0,
         layout: Literal["half", "interleaved"] = "half",
         bias: bool = True,
+        query_block: Annotated[
+            int | None,
+            Opt(minimum=1, description="attend sequences longer than this in blocks of this many queries"),
+        ] = None,
     ):
         super().__init__()
         check_positive_int(d_model=d_model, heads=heads)
+        if query_block is not None:
+            check_positive_int(query_block=query_block)
         check_divides("heads", heads, "d_model", d_model)
         if position not in POSITIONS:
             raise ValueError(f"position must be one of {POSITIONS}, got {position!r}")
@@ -97,6 +108,7 @@ class SoftmaxAttention(nn.Module):
         self.d_model, self.heads, self.head_dim = d_model, heads, dh
         self.position, self.rotate_values, self.layout = position, rotate_values, layout
         self.value_path, self.random_scale = value_path, float(random_scale)
+        self.query_block = query_block
         # per head by default for learned angles (one table per layer, V x H*B: spec U12), shared for random (U10)
         self.angles_per_head = (position == "so2_learned") if angles_per_head is None else angles_per_head
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
@@ -171,7 +183,10 @@ class SoftmaxAttention(nn.Module):
         if thv is not None:
             cv, sv = rotary.cos_sin(thv, x.dtype)  # the same tensors rotate v and the output back (pitfall 2)
             v = rotary.rotate(v, cv, sv, self.layout)
-        if self.position == "alibi":
+        if self.query_block is not None and T > self.query_block:
+            slopes = self.slopes if self.position == "alibi" else None
+            o = blocked_causal_attention(q, k, v, block=self.query_block, slopes=slopes)
+        elif self.position == "alibi":
             i = torch.arange(T, device=x.device)
             dist = (i[:, None] - i[None, :]).to(x.dtype)
             bias = -self.slopes.to(x.dtype)[:, None, None] * dist
@@ -218,7 +233,9 @@ _variant(
 class PaTHAttention(nn.Module):
     """PaTH attention: logits q_i^T H_i..H_{j+1} k_j with H_t = I - beta_t w_t w_t^T (see
     ops/path_attention). w_t = normalize(x_t W_w) per head, beta_t = 2 sigmoid(x_t W_beta + b) in (0, 2).
-    (The PaTH paper also runs a short convolution before normalising w; left out here.)"""
+    (The PaTH paper also runs a short convolution before normalising w; left out here.)
+    ``blocked_from``: sequences longer than this take the softmax one chunk of queries at a time
+    (``path_attention_blocked``: no T x T logits, memory linear in T without autograd; the same outputs)."""
 
     backend = BackendOf(path_ops.OP)
 
@@ -233,9 +250,16 @@ class PaTHAttention(nn.Module):
         heads: PosInt = 4,
         chunk: PosInt = 32,
         bias: bool = True,
+        blocked_from: Annotated[
+            int | None,
+            Opt(minimum=1, description="sequences longer than this run the chunk-blocked softmax"),
+        ] = None,
     ):
         super().__init__()
         check_positive_int(d_model=d_model, heads=heads, chunk=chunk)
+        if blocked_from is not None:
+            check_positive_int(blocked_from=blocked_from)
+        self.blocked_from = blocked_from
         check_divides("heads", heads, "d_model", d_model)
         self.d_model, self.heads, self.head_dim, self.chunk = d_model, heads, d_model // heads, chunk
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
@@ -250,5 +274,8 @@ class PaTHAttention(nn.Module):
         q, k, v = self.qkv(x).view(Bsz, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
         w = F.normalize(self.w_proj(x).view(Bsz, T, self.heads, self.head_dim).transpose(1, 2), dim=-1, eps=1e-6)
         beta = 2 * torch.sigmoid(self.beta_proj(x)).transpose(1, 2)  # (B, H, T)
-        o = path_attention(q, k, v, w, beta, chunk=self.chunk)
+        if self.blocked_from is not None and T > self.blocked_from:
+            o = path_ops.path_attention_blocked(q, k, v, w, beta, chunk=self.chunk)
+        else:
+            o = path_attention(q, k, v, w, beta, chunk=self.chunk)
         return self.out(o.transpose(1, 2).reshape(Bsz, T, self.d_model))

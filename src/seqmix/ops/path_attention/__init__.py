@@ -9,6 +9,7 @@ OP = Op("path_attention", __name__, reference.path_attention)
 BACKENDS = OP.backends
 backend_for = OP.backend_for
 path_logits = reference.path_logits
+path_attention_blocked = reference.path_attention_blocked  # linear memory, reference only
 
 
 def path_attention(q, k, v, w, beta, scale=None, chunk=32, backend: str | None = None):
