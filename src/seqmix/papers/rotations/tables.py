@@ -47,7 +47,10 @@ def quoted_ratios(spec: dict) -> dict[tuple[str, int], float]:
 
 
 def extrapolation_frame(spec: dict, variants: list[str]) -> pd.DataFrame:
-    """One row per variant: ours PPL and ratio at each factor, the paper's ratio there, and the seeds."""
+    """One row per variant: its data source and seeds, ours PPL at each multiple f of the training context
+    (mean ± std over seeds; '—' where this scale does not evaluate f), the paper's PPL ("not reported": the
+    table body is lost), then per f >= 2 ours PPL(f x context) / PPL(context) beside the paper's quoted ratio
+    or "not reported"."""
     df = frame(spec)
     tag = data_source(spec)
     factors = sorted({int(f) for f in df["factor"]}) if len(df) else []
@@ -59,17 +62,18 @@ def extrapolation_frame(spec: dict, variants: list[str]) -> pd.DataFrame:
     rows = []
     for variant in variants:
         part = df[df["variant"] == variant]
-        row = {"model": MODELS[variant][0]}
+        row = {
+            "model": MODELS[variant][0],
+            "data (ours)": tag,
+            "seeds": int(part["seed"].nunique()) if len(part) else 0,
+        }
         for f in factors:
-            at = part[part["factor"] == f]
-            row[f"ours PPL {f}x ({tag})"] = mean_std(at["ppl"], digits=3)
+            row[f"ours PPL {f}x"] = mean_std(part[part["factor"] == f]["ppl"], digits=3)
+        row["paper PPL"] = NOT_REPORTED
         for f in factors[1:]:
-            at = part[part["factor"] == f]
-            row[f"ours ratio {f}x/1x ({tag})"] = mean_std(at["ratio"], digits=3)
+            row[f"ours ratio {f}x"] = mean_std(part[part["factor"] == f]["ratio"], digits=3)
             value = paper.get((variant, f))
-            row[f"paper ratio {f}x/1x"] = f"{value:g}x" if value is not None else NOT_REPORTED
-        row["paper PPL (any length)"] = NOT_REPORTED
-        row["seeds"] = int(part["seed"].nunique()) if len(part) else 0
+            row[f"paper ratio {f}x"] = f"{value:g}x" if value is not None else NOT_REPORTED
         rows.append(row)
     return pd.DataFrame(rows)
 
