@@ -212,8 +212,8 @@ def _run_steps(
     for step in range(start, steps):
         if stop_after is not None and step >= stop_after:
             break
-        if plan and (stage := plan.opens_stage(step)) is not None:
-            lr_stages.restart_stage(plan, stage, model, opt, sched, tcfg)
+        if plan:
+            lr_stages.before_step(plan, step, model, opt, sched, tcfg)
         x, y = task.batch(seed, step, 0, batch)  # the global batch: the same on every rank
         if world > 1:
             x, y = distributed.shard(x, rank, world), distributed.shard(y, rank, world)
@@ -238,8 +238,8 @@ def _run_steps(
             if on_log:
                 on_log(done, row)
         diagnose(done, steps)
-        if plan and plan.validates(done):
-            lr_stages.record_validation(plan, task, model, batch, done, history)
+        if plan:
+            lr_stages.after_step(plan, task, model, batch, done, history, on_log)
         bar.update()
         if rank == 0 and (done % ckpt_every == 0 or done == steps):
             per = (time.perf_counter() - t0) / max(done - start, 1)

@@ -106,3 +106,18 @@ def restart_stage(plan: StagePlan, stage: int, model, opt, sched, tcfg: dict) ->
 
 def restore(plan: StagePlan, ckpt: dict) -> None:
     plan.best = dict(ckpt["best"])
+
+
+def before_step(plan: StagePlan, step: int, model, opt, sched, tcfg: dict) -> None:
+    """At the first step of a stage s >= 1: the restart (``restart_stage``); otherwise nothing."""
+    stage = plan.opens_stage(step)
+    if stage is not None:
+        restart_stage(plan, stage, model, opt, sched, tcfg)
+
+
+def after_step(plan: StagePlan, task, model, batch: int, done: int, history: dict, on_log=None) -> None:
+    """When a validation is due after step ``done``: validate, keep the best, log ``val_loss``."""
+    if plan.validates(done):
+        record_validation(plan, task, model, batch, done, history)
+        if on_log:
+            on_log(done, {"val_loss": history["val_loss"][-1]})
