@@ -4,8 +4,8 @@ and of the two artefact functions of seqmix.papers.rotations.
 
 Numbers written here are the spec's [S] tables (§4 T1-T11, E6), not read from the code. Monte Carlo
 comparisons use 5 standard errors (a mean of unit-norm quantities has standard error <= 1/sqrt(N)). The last
-tests run the ``theory_checks`` analysis at its tiny sizes and judge every claim of
-docs/rotations-claims-draft.yaml with the claims engine: the consistency claims must hold.
+tests run the ``theory_checks`` analysis at its tiny sizes and judge every theory claim of
+config/papers/rotations.yaml with the claims engine: the consistency claims must hold.
 """
 
 from __future__ import annotations
@@ -263,8 +263,10 @@ def checks_dir(tmp_path_factory):
 
 
 def _draft_claims(root) -> list[dict]:
-    draft = yaml.safe_load((root / "docs" / "rotations-claims-draft.yaml").read_text())
-    return expand_claims(draft["claims"], draft["claim_defaults"], ["closed-form", "spec-derived"])[0]
+    """The paper config's claims on the theory_checks table (the others read trained models)."""
+    cfg = yaml.safe_load((root / "config" / "papers" / "rotations.yaml").read_text())
+    theory = [c for c in cfg["claims"] if c["ours"]["table"] == "theory_checks"]
+    return expand_claims(theory, cfg["claim_defaults"], ["closed-form", "spec-derived"])[0]
 
 
 def test_theory_checks_writes_every_check(checks_dir):
@@ -330,7 +332,7 @@ def test_analysis_schema_types_the_draft_and_follows_the_defaults(root):
     from seqmix.papers.rotations.settings import FIGURE_TINY, TINY
 
     schema = load_yaml(analysis_schema_file("rotations"))
-    draft = yaml.safe_load((root / "docs" / "rotations-claims-draft.yaml").read_text())["analysis"]
+    draft = yaml.safe_load((root / "config" / "papers" / "rotations.yaml").read_text())["analysis"]
     validate(draft, schema, Path("draft"), "analysis")
     draft["theory_checks"]["scales"]["cpu"]["t8"]["trails"] = 3
     with pytest.raises(ConfigError, match=r"analysis.theory_checks.scales.cpu.t8.*'trails' was unexpected"):

@@ -100,5 +100,7 @@ def load_final_weights(model_path: str | Path, steps: int, map_location=None) ->
             f"{model_path}: {why}, and no checkpoint of step {steps} to remake it from; delete "
             f"{model_path.with_name('train.done.json')} and rerun to train the leaf again"
         )
-    torch_save(final["model"], model_path, checksum=True)
-    return final["model"]
+    # a staged run (train.lr_stages) finishes with its best validation weights, kept under "best"
+    weights = (final.get("best") or {}).get("model") or final["model"]
+    torch_save(weights, model_path, checksum=True)
+    return weights

@@ -24,6 +24,7 @@ import torch
 from ..io import torch_save
 from ..models import build_model
 from ..registry import get_task
+from . import lr_stages
 from .checkpoint import load_checkpoint, load_final_weights, save_checkpoint
 from .guard import NonFiniteError, StepGuard  # noqa: F401  (NonFiniteError is part of this module's API)
 from .optim import build_optimizer, build_scheduler
@@ -63,7 +64,7 @@ def _load_checkpoint(path: Path, config_hash: str, runtime: Runtime, model, opt,
     opt.load_state_dict(ckpt["optimizer"])
     sched.load_state_dict(ckpt["scheduler"])
     log.info("%s: resumed from step %d", path.parent, int(ckpt["step"]))
-    return {"step": int(ckpt["step"]), "history": ckpt["history"]}
+    return {"step": int(ckpt["step"]), "history": ckpt["history"], "best": ckpt.get("best")}
 
 
 class _Diagnostics:
@@ -121,6 +122,7 @@ def train(
     out.mkdir(parents=True, exist_ok=True)
     tcfg = cfg["train"]
     steps = tcfg["steps"]
+    plan = lr_stages.plan_of(tcfg)  # None unless train.lr_stages (stages restarting from the best weights)
     task, model = build(cfg, rt)
     opt = build_optimizer(model, tcfg)
     sched = build_scheduler(opt, tcfg)
@@ -128,6 +130,8 @@ def train(
     resumed = _load_checkpoint(out / "checkpoint.pt", config_hash, rt, model, opt, sched)
     if resumed:
         history = resumed["history"]
+        if plan and resumed["best"] is not None:
+            lr_stages.restore(plan, resumed)
     start = resumed["step"] if resumed else 0
     diagnose = _Diagnostics(cfg, task, model, history, on_log, rt)
     t0 = time.perf_counter()
@@ -135,9 +139,25 @@ def train(
     if start == 0:
         diagnose(0, steps)
     backends = _run_steps(
-        cfg, rt, task, model, opt, sched, history, out, config_hash, start, stop_after, diagnose, on_log, on_backend
+        cfg,
+        rt,
+        task,
+        model,
+        opt,
+        sched,
+        history,
+        out,
+        config_hash,
+        start,
+        stop_after,
+        diagnose,
+        on_log,
+        on_backend,
+        plan,
     )
     backends = backends or _report_backends(model, on_backend)  # no step ran (a finished run resumed)
+    if plan and plan.best["model"] is not None and (stop_after is None or stop_after >= steps):
+        model.load_state_dict(plan.best["model"])  # the finished run keeps its best validation weights
     if distributed.rank() == 0:
         torch_save(model.state_dict(), out / "model.pt", checksum=True)
     return {
@@ -174,8 +194,10 @@ def _run_steps(
     diagnose: _Diagnostics,
     on_log,
     on_backend,
+    plan: lr_stages.StagePlan | None = None,
 ) -> dict[str, str] | None:
-    """The steps from ``start``; returns the backend report made after the first step (None if none ran)."""
+    """The steps from ``start``; returns the backend report made after the first step (None if none ran).
+    With a stage ``plan``: the restart at each stage's first step and the validations (``lr_stages``)."""
     from . import distributed
 
     tcfg, seed = cfg["train"], int(cfg["seed"])
@@ -192,6 +214,8 @@ def _run_steps(
     for step in range(start, steps):
         if stop_after is not None and step >= stop_after:
             break
+        if plan:
+            lr_stages.before_step(plan, step, model, opt, sched, tcfg)
         x, y = task.batch(seed, step, 0, batch)  # the global batch: the same on every rank
         if world > 1:
             x, y = distributed.shard(x, rank, world), distributed.shard(y, rank, world)
@@ -216,6 +240,8 @@ def _run_steps(
             if on_log:
                 on_log(done, row)
         diagnose(done, steps)
+        if plan:
+            lr_stages.after_step(plan, task, model, batch, done, history, on_log)
         bar.update()
         if rank == 0 and (done % ckpt_every == 0 or done == steps):
             per = (time.perf_counter() - t0) / max(done - start, 1)
@@ -236,6 +262,7 @@ def _run_steps(
                     "step": done,
                     "history": history,
                     "config_hash": config_hash,
+                    **({"best": plan.best} if plan else {}),
                 },
                 out / "checkpoint.pt",
             )

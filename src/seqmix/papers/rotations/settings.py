@@ -2,7 +2,7 @@
 
 ``TINY`` holds the small defaults (every check at these sizes runs in a few seconds on one core); the spec's
 sizes (N = 10^5 samples, L up to 65,536, B = 48) belong in the paper config's ``analysis:`` block under
-``scales: {cpu: ..., paper: ...}`` (docs/rotations-claims-draft.yaml). The grids that define a check (the
+``scales: {cpu: ..., paper: ...}`` (config/papers/rotations.yaml). The grids that define a check (the
 spec's a, eps, blocks, lambdas) are the spec's at every scale: only sample counts and lengths shrink.
 A key added here must be added to analysis.schema.yaml beside this file (the config's types; a test compares
 the two key trees).
