@@ -194,7 +194,7 @@ class SoftmaxAttention(nn.Module):
     # ------------------------------------------------------------------ forward
     def attention_weights(self, x: torch.Tensor, tokens: torch.Tensor | None = None) -> torch.Tensor:
         """The attention probabilities ``forward`` applies to x: (B, H, T, T), zero above the diagonal (sessa
-        spec §3.6 D7). Not for ``so2_random``: its angles are redrawn at every call, so they would not be
+        sessa spec §3.6 D7). Not for ``so2_random``: its angles are redrawn at every call, so they would not be
         those of any forward."""
         if self.position == "so2_random":
             raise ValueError("attention_weights: so2_random redraws its angles at every call; no forward to match")

@@ -22,7 +22,7 @@ the logits (the standard LRA retrieval head).
 
 Padding: the valid length of each token sequence is its count of non-PAD ids; PAD must only trail (right
 padding), so the bidirectional wrapper flips exactly the valid prefix. BatchNorm statistics include padded
-positions (the S4 code base's behaviour, which spec §2.8 allows). The D skip lives in the block, so give the
+positions (the S4 code base's behaviour, which b2s6 spec §2.8 allows). The D skip lives in the block, so give the
 mixer no skip of its own (the b2s6/s4d/s6 units default to none).
 """
 
@@ -110,7 +110,7 @@ class LRAClassifier(nn.Module):
         d_model: PosInt,
         n_layers: PosInt,
         mixer: MixerSpec,
-        bidirectional: Annotated[bool, Opt(description="wrap the mixer in 'bidirectional' (spec §2.5)")] = True,
+        bidirectional: Annotated[bool, Opt(description="wrap the mixer in 'bidirectional' (b2s6 spec §2.5)")] = True,
         norm: LRANorm = "batchnorm",
         prenorm: bool = False,
         dropout: Dropout = 0.0,

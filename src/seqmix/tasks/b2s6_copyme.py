@@ -8,7 +8,7 @@ sigma1 and sigma2 are standard deviations (b2s6 spec E3 default) given together 
 of the experiment); the target is (b2s6 spec §5 item 10: normalising the targets by sigma1 keeps the losses
 comparable across cells), so the MSE loss is ((G_pred - G) / sigma1)^2 with G_pred = sigma1 x the model's output,
 and the metric the mean relative error mean |G - G_pred| / sigma1 (``rel_err``; 0.798 for predicting 0, b2s6
-spec §4 T9).
+b2s6 spec §4 T9).
 """
 
 from __future__ import annotations

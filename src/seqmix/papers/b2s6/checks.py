@@ -114,7 +114,9 @@ def check_constructions(d: int, L: int, n: int, seed: int) -> list[dict]:
 
 def _profile(unit, u: torch.Tensor) -> torch.Tensor:
     """S_k = ||J_k||_F / sum_k' ||J_k'||_F, J_k = d Gamma(u)_L / d u_k: (L,) for u (L, d)."""
-    J = torch.func.jacrev(lambda v: unit(v[None])[0, -1])(u)  # (d, L, d)
+    # plain reverse mode (one VJP per output channel): the CPU scan is a custom autograd Function without
+    # functorch support, which torch.func.jacrev would need
+    J = torch.autograd.functional.jacobian(lambda v: unit(v[None])[0, -1], u)  # (d, L, d)
     norms = J.permute(1, 0, 2).flatten(1).norm(dim=1)
     return norms / norms.sum()
 
