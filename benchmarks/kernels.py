@@ -1,12 +1,12 @@
 """The Triton kernels against their torch references: parity first, speed only where parity holds.
 
-For each op (feedback_solve, rotation_attention, selective_scan):
+For each op (feedback_solve, rotation_attention, selective_scan, ssd):
 1. Parity gate: output and every input gradient of the kernel vs the reference in float64 on small shapes
    (relative RMSE within the tolerance of tests/unit/test_triton_kernels.py). A kernel that fails it gets no
    speed figure at all, so a speedup from a wrong kernel is never printed.
 2. On CUDA: forward + backward time of kernel and reference at paper shapes in bf16 (median of --reps after
    warm-up, which also autotunes), and the kernel's achieved FLOP/s as a fraction of the card's dense bf16
-   peak (attention, feedback solve), or for the memory-bound selective scan its achieved HBM bandwidth
+   peak (attention, feedback solve), or for the memory-bound scans (selective scan, SSD) its achieved HBM bandwidth
    (the bytes it must move, over its time) as a fraction of the card's HBM peak; peaks are looked up by the
    name torch.cuda.get_device_properties reports (unknown cards say so).
    On CPU: the gate runs the kernels in Triton's interpreter (TRITON_INTERPRET=1, set here before triton is
@@ -96,6 +96,31 @@ def scan_bytes(shape, dtype=torch.bfloat16) -> float:
     return size * (8 * Nb * L * d + 2 * 6 * Nb * L * G * n)
 
 
+def ssd_inputs(shape, dtype, device, seed=0):
+    """x (Nb, L, H, P), dt (Nb, L, H) > 0, A (H,) < 0, B, C (Nb, L, G, N), D (H,): Mamba2's SSD inputs."""
+    Nb, L, H, P, N, G = shape
+    gen = torch.Generator().manual_seed(seed)
+    rnd = lambda *s: torch.randn(*s, generator=gen)  # noqa: E731
+    dt = torch.nn.functional.softplus(rnd(Nb, L, H) - 2)
+    ins = (rnd(Nb, L, H, P), dt, -torch.exp(rnd(H)), rnd(Nb, L, G, N), rnd(Nb, L, G, N), rnd(H))
+    return [t.to(device=device, dtype=dtype) for t in ins]
+
+
+def _ssd(fn):
+    def run(x, dt, A, B, C, D):
+        return fn(x, dt, A, B, C, D=D)
+
+    return run
+
+
+def ssd_bytes(shape, dtype=torch.bfloat16) -> float:
+    """The HBM traffic an SSD scan cannot avoid, forward + backward: read x, dt, B, C and write y; then read
+    x, dt, dy, B, C and write dx, ddt, dB, dC."""
+    Nb, L, H, P, N, G = shape
+    size = torch.finfo(dtype).bits // 8
+    return size * (5 * Nb * L * H * P + 3 * Nb * L * H + 6 * Nb * L * G * N)
+
+
 OPS = {
     "feedback_solve": {
         "inputs": feedback_inputs,
@@ -121,11 +146,21 @@ OPS = {
         "bytes": scan_bytes,
         "reference": lambda: _scan(importlib.import_module("seqmix.ops.selective_scan.reference")),
     },
+    "ssd": {
+        "inputs": ssd_inputs,
+        "parity": [((2, 10, 4, 6, 5, 2), torch.float32), ((1, 9, 2, 4, 4, 1), torch.bfloat16)],
+        "gpu": [(8, 2048, 24, 64, 128, 1)],  # Mamba2-130M-like: 24 heads of 64, d_state 128, one group
+        "cpu": [(2, 512, 8, 64, 64, 1)],
+        "bytes": ssd_bytes,
+        "reference": lambda: _ssd(importlib.import_module("seqmix.ops.ssd.reference").ssd_chunked),
+    },
 }
 
 
 def kernel_of(name: str):
     module = importlib.import_module(f"seqmix.ops.{name}.triton")
+    if name == "ssd":
+        return _ssd(module.ssd)
     wrap = {"rotation_attention": _attention, "selective_scan": _scan}.get(name)
     return wrap(module) if wrap else module.feedback_solve
 

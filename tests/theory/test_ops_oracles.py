@@ -248,7 +248,10 @@ def test_backend_choice_is_explicit():
     assert fs.backend_for(x) == "reference"  # an op without a lean backend
     with pytest.raises(ValueError, match="no 'lean' backend"):
         fs.backend_for(x, "lean")
-    with pytest.raises(ValueError, match="no 'triton' backend"):  # ssd has no kernel (selective_scan has one)
-        ssd.backend_for(x, "triton")
+    with pytest.raises(ValueError, match="no 'triton' backend"):  # fftconv has no kernel
+        fftconv.OP.backend_for(x, "triton")
+    assert ssd.OP.kernel_declared  # ops/ssd/triton.py: on CPU tensors a request for it falls back with a warning
+    with pytest.warns(RuntimeWarning, match="triton kernel cannot run"):
+        assert ssd.backend_for(x, "triton") == "reference"
     with pytest.raises(ValueError, match="backend must be one of"):
         fs.backend_for(x, "cuda-magic")
