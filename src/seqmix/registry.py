@@ -2,8 +2,8 @@
 
 A config names components by string; ``register_*`` decorators fill the tables, and ``get_*`` fail
 with the list of known names. ``load_all()`` imports every module that registers something: seqmix's own
-(``_MODULES``) and, once per process, the entry points other installed packages declare in the groups
-``seqmix.mixers``, ``seqmix.models`` and ``seqmix.tasks``, e.g. in the plugin's pyproject.toml::
+(every module of ``COMPONENT_PACKAGES``) and, once per process, the entry points other installed packages
+declare in the groups ``seqmix.mixers``, ``seqmix.models`` and ``seqmix.tasks``, e.g. in the plugin's pyproject.toml::
 
     [project.entry-points."seqmix.mixers"]
     my_mixer = "my_package.mixers:MyMixer"
@@ -16,41 +16,14 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import pkgutil
 from collections.abc import Callable
 
 _TABLES: dict[str, dict[str, Callable]] = {"mixer": {}, "model": {}, "task": {}}
 
-# Modules that register components; imported lazily so that `import seqmix` stays cheap.
-_MODULES = (
-    "seqmix.mixers.factorized",
-    "seqmix.models.bare",
-    "seqmix.tasks.rotation_teacher",
-    "seqmix.mixers.lti_ssm",
-    "seqmix.mixers.mha",
-    "seqmix.tasks.lag_sensitivity",
-    "seqmix.models.cascade",
-    "seqmix.tasks.reachability",
-    "seqmix.mixers.softmax_attention",
-    "seqmix.mixers.ssm",
-    "seqmix.mixers.mamba",
-    "seqmix.mixers.sessa",
-    "seqmix.mixers.bidirectional",
-    "seqmix.models.lm",
-    "seqmix.models.classifier",
-    "seqmix.models.lra",
-    "seqmix.tasks.assoc_recall",
-    "seqmix.tasks.symbolsoup",
-    "seqmix.tasks.diffuse_mqar",
-    "seqmix.tasks.story_lm",
-    "seqmix.tasks.lra_tasks",
-    "seqmix.tasks.image_tasks",
-    "seqmix.tasks.byte_lm",
-    "seqmix.tasks.rotations_lm",
-    "seqmix.models.probe",
-    "seqmix.tasks.b2s6_waves",
-    "seqmix.tasks.b2s6_copyme",
-    "seqmix.tasks.b2s6_linear",
-)
+# Packages whose modules register components. Every module in them is imported by ``load_all`` (found with
+# pkgutil, so a new mixer, model or task file needs no edit here); imported lazily so `import seqmix` stays cheap.
+COMPONENT_PACKAGES = ("seqmix.mixers", "seqmix.models", "seqmix.tasks")
 
 
 ENTRY_POINT_GROUPS = {"mixer": "seqmix.mixers", "model": "seqmix.models", "task": "seqmix.tasks"}
@@ -90,8 +63,17 @@ def register_task(name: str):
     return _register("task", name)
 
 
+def component_modules() -> list[str]:
+    """Every module of ``COMPONENT_PACKAGES`` (sorted, so registration order is the same in every process)."""
+    names = []
+    for pkg_name in COMPONENT_PACKAGES:
+        pkg = importlib.import_module(pkg_name)
+        names += [f"{pkg_name}.{m.name}" for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_")]
+    return sorted(names)
+
+
 def load_all() -> None:
-    for mod in _MODULES:
+    for mod in component_modules():
         importlib.import_module(mod)
     if not _plugins_loaded:
         load_entry_points()
