@@ -25,7 +25,6 @@ from . import d1_profiles, d5_delta, e9_lm  # noqa: E402
 
 ARTEFACTS.update(
     {
-        "figure7": e9_lm.figure7,
         "e9_lm": e9_lm.e9_lm,
         "d1_profiles": d1_profiles.d1_profiles,
         "d5_delta": d5_delta.d5_delta,

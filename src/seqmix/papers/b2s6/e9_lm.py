@@ -1,11 +1,18 @@
 """E9 (paper App. G, Figure 7 and its table): language models of Mamba blocks whose unit Gamma is S6, B2S6 or
 S4D (spec §2.7), validation perplexity at every 1/11 of the run and tokens/s per model.
 
-- ``figure7``: our validation perplexity against the step (mean over seeds), beside the paper's 11 x 3 numbers;
-- ``e9_lm`` (table): the 11 points of both side by side, then tokens/s, B2S6's time overhead over S6 (the
-  paper: 2.7% slower) and the parameter counts. Ours are per byte on the offline byte corpus (a substitute,
-  spec §7) unless the run read SlimPajama; the paper's are per GPT-NeoX BPE token on SlimPajama-6B, so the
-  absolute perplexities are not comparable, only the ordering and the relative gaps are.
+One analysis (one job: the tiny DAG's budget) writes, under ``e9_lm/``:
+
+- ``figure7.png/.pdf/.csv``: our validation perplexity against the step (mean over seeds), beside the paper's
+  11 x 3 numbers;
+- ``e9_lm.md/.tex/.csv`` (Figure 7's table): the 11 points of both side by side, then tokens/s, B2S6's time
+  overhead over S6 (the paper: 2.7% slower; a reported number, not a claim) and the parameter counts;
+- ``summary.csv``: per leaf the final validation perplexity (the last in-training point, at the last step),
+  tokens/s and the parameter count, which the e9-* claims read.
+
+Ours are per byte on the offline byte corpus (a substitute, spec §7) unless the run read SlimPajama; the
+paper's are per GPT-NeoX BPE token on SlimPajama-6B, so the absolute perplexities are not comparable, only the
+ordering and the relative gaps are.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import pandas as pd
 
 from ...io import read_json
 from ...report.plots import plt, save_figure
-from ...report.tables import write_table
+from ...report.tables import write_csv, write_table
 from ...results import is_done, leaf_marker
 from ...training.loop import build, build_task
 
@@ -56,6 +63,8 @@ def curve_rows(spec: dict) -> list[dict]:
         diag = read_json(Path(leaf["out_dir"]) / "history.json").get("diagnostics") or {}
         steps = int(cfg["train"]["steps"])
         for step, ppl in zip(diag.get("step", []), diag.get("val_ppl", [])):
+            if step == 0:  # the model at initialisation: not one of the 11 points
+                continue
             rows.append(
                 {
                     "variant": cfg["variant"],
@@ -84,9 +93,7 @@ def data_source(spec: dict) -> str:
     return str(build_task(_leaves(spec)[0]["config"]).data_source)
 
 
-def figure7(spec: dict, out: Path) -> None:
-    df = pd.DataFrame(curve_rows(spec))
-    source = data_source(spec)
+def draw_figure7(df: pd.DataFrame, source: str, out: Path) -> None:
     fig, (ax, ax_p) = plt.subplots(1, 2, figsize=(11, 3.6))
     for variant, label in UNITS.items():
         sub = df[df["variant"] == variant] if len(df) else df
@@ -109,9 +116,8 @@ def _fmt(v: float) -> str:
     return "—" if v is None or not np.isfinite(v) else f"{v:.4g}"
 
 
-def e9_lm(spec: dict, out: Path) -> None:
+def table_rows(curves: pd.DataFrame, speed: pd.Series, params: dict[str, int]) -> list[dict]:
     """The paper's 11 x 3 perplexities beside ours (mean over seeds), then tokens/s and parameter counts."""
-    curves = pd.DataFrame(curve_rows(spec))
     ours = curves.groupby(["step", "variant"])["val_ppl"].mean().unstack() if len(curves) else pd.DataFrame()
     our_steps, paper_steps = list(ours.index), list(PAPER_PPL)
     rows = []
@@ -124,9 +130,6 @@ def e9_lm(spec: dict, out: Path) -> None:
         for j, label in enumerate(UNITS.values()):
             row[f"{label} (paper)"] = f"{PAPER_PPL[paper_steps[i]][j]:.4f}" if i < len(paper_steps) else "—"
         rows.append(row)
-    speed = pd.DataFrame(throughput_rows(spec)).groupby("variant")["tokens_per_s"].mean()
-    first = {leaf["config"]["variant"]: leaf["config"] for leaf in reversed(_leaves(spec))}
-    params = {v: sum(p.numel() for p in build(cfg)[1].parameters()) for v, cfg in first.items()}
     extra = {
         "tokens/s": {f"{label} (ours)": _fmt(speed.get(v, np.nan)) for v, label in UNITS.items()},
         "parameters": {f"{label} (ours)": str(params.get(v, "—")) for v, label in UNITS.items()},
@@ -134,9 +137,33 @@ def e9_lm(spec: dict, out: Path) -> None:
     extra["tokens/s"]["B2S6 (paper)"] = PAPER_OVERHEAD
     if "s6" in speed and "b2s6" in speed:
         extra["tokens/s"]["step (ours)"] = f"B2S6 {100 * (speed['s6'] / speed['b2s6'] - 1):+.1f}% time vs S6"
-    for name, cells in extra.items():
-        rows.append({"point": name, **{k: "—" for k in rows[0] if k != "point"}, **cells})
+    return rows + [
+        {"point": name, **{k: "—" for k in rows[0] if k != "point"}, **cells} for name, cells in extra.items()
+    ]
+
+
+def e9_lm(spec: dict, out: Path) -> None:
+    """Figure 7, its table and the final values per leaf (see the module docstring)."""
+    curves = pd.DataFrame(curve_rows(spec))
+    speed_rows = throughput_rows(spec)
+    first = {leaf["config"]["variant"]: leaf["config"] for leaf in reversed(_leaves(spec))}
+    params = {v: sum(p.numel() for p in build(cfg)[1].parameters()) for v, cfg in first.items()}
+    summary = []
+    for r in speed_rows:
+        mine = curves[(curves["variant"] == r["variant"]) & (curves["seed"] == r["seed"])] if len(curves) else curves
+        last = mine.sort_values("step").iloc[-1] if len(mine) else None
+        summary.append(
+            {
+                **r,
+                "final_step": int(last["step"]) if last is not None else None,
+                "val_ppl": float(last["val_ppl"]) if last is not None else float("nan"),
+                "parameters": params[r["variant"]],
+            }
+        )
+    write_csv(out / "summary.csv", summary, checksum=True)  # the claims verify it
     source = data_source(spec)
+    draw_figure7(curves, source, out)
+    speed = pd.DataFrame(speed_rows).groupby("variant")["tokens_per_s"].mean()
     caption = (
         f"E9 (Figure 7's table): validation perplexity at every 1/11 of training. Ours: {source}, byte-level "
         "(vocabulary 256), per byte; the paper: SlimPajama-6B with a BPE tokenizer, per token. Different data and "
@@ -144,4 +171,4 @@ def e9_lm(spec: dict, out: Path) -> None:
         "relative gaps. tokens/s: training throughput per model on this machine (the paper's 2.7% needs a fused "
         "GPU kernel; a reported number here, not a claim)."
     )
-    write_table(pd.DataFrame(rows), out / "e9_lm", caption)
+    write_table(pd.DataFrame(table_rows(curves, speed, params)), out / "e9_lm", caption)
