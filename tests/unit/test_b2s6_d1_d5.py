@@ -73,7 +73,8 @@ def test_profiles_follow_thms_2_and_5():
 
 
 def test_unit_deltas_are_the_forward_step_sizes():
-    """``deltas`` (D5's input): S6 softplus(w . u + b), B2S6 one logit per block plus the channel's b, S4D exp(log_dt)."""
+    """``deltas`` (D5's input): S6 softplus(w . u + b), B2S6 one logit per block plus the channel's b, S4D
+    exp(log_dt)."""
     torch.manual_seed(0)
     u = torch.randn(2, 5, 8)
     s6, b2, s4 = S6(8, d_state=4), B2S6(8, blocks=2, d_state=4, complex=False), S4D(8, d_state=4)

@@ -153,7 +153,7 @@ def draw(curves: list[dict], out: Path) -> None:
         ax.set_title(titles[case], fontsize=9)
         ax.set_xlabel("c (scale of $u_{k_0}$)")
         ax.set_ylim(1e-40, 3)
-    axes[0].set_ylabel(r"$S_k$ (summed over the region; 1e-300: below precision)")
+    axes[0].set_ylabel(r"$S_k$ summed over the region (exact 0: below precision)")
     axes[0].legend(fontsize=8)
     fig.suptitle("D1: relative-gradient profiles against the scale of one input (float64)", fontsize=10, y=1.04)
     save_figure(fig, out / "d1_profiles", curves)  # and d1_profiles.csv: the curves it draws

@@ -117,7 +117,7 @@ def draw(hists: dict[str, np.ndarray], rows: list[dict], threshold: float, out: 
     ax_f.set_yscale("log")
     ax_f.set_xticks(range(len(cells)), [c.replace("_", ", ") for c in cells], rotation=30, fontsize=7)
     ax_f.set_xlabel(r"$(\sigma_1, \sigma_2)$")
-    ax_f.set_ylabel("all blocks forget at the last step (dashed: $2^{-h}$)")
+    ax_f.set_ylabel("all blocks forget at the last step\n(dashed: $2^{-h}$; bars at 1e-4: none)")
     ax_f.legend(fontsize=8)
     fig.suptitle("D5: Delta statistics and forget events of the trained E3 models", fontsize=10, y=1.03)
     save_figure(fig, out / "d5_delta", data)
