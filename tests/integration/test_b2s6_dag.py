@@ -39,6 +39,10 @@ def test_outputs_exist(dag):
         *(f"{exp}/summary.csv" for exp in ("e1", "e3", "e5")),
         "claims.md",
         "claims.csv",
+        # --- E9 (language model, Figure 7) and diagnostics D1, D5 ---
+        *(f"e9_lm/{n}" for n in ("summary.csv", "figure7.png", "figure7.pdf", "figure7.csv", "e9_lm.md", "e9_lm.csv")),
+        *(f"{a}/{n}" for a in ("d1_profiles", "d5_delta") for n in ("summary.csv", f"{a}.png", f"{a}.pdf", f"{a}.csv")),
+        "e9/summary.csv",
     ):
         assert (r / rel).stat().st_size > 0, rel
     assert set(pd.read_csv(r / "e1" / "summary.csv")["variant"]) == {"s4d", "s6", "b2s6"}

@@ -87,6 +87,10 @@ class _ScanUnit(nn.Module):
         delta, A, B, C, Bb, D = self._scan_inputs(u)
         return ss_ops.selective_scan(u, delta, A, B, C, B_bias=Bb, D=D, disc=self.disc, chunk=self.chunk)
 
+    def deltas(self, u: torch.Tensor) -> torch.Tensor:
+        """u: (B, L, d) -> Delta: (B, L, d), the step sizes the forward uses (b2s6 spec D5's statistics)."""
+        return self._scan_inputs(u)[0]
+
     def init_state(self, batch: int, dtype=torch.float32, device=None) -> torch.Tensor:
         cdtype = {torch.float32: torch.complex64, torch.float64: torch.complex128}[dtype]
         return torch.zeros(batch, self.d_model, self.n, dtype=cdtype if self.is_complex else dtype, device=device)

@@ -4,7 +4,9 @@
 ``slimpajama`` (a local copy in ``data_dir``). Each split's byte stream is cut into non-overlapping segments of
 ``segment_len`` bytes (``text_data.segments``); vocabulary 256. The corpus is cached with a checksum per
 (source, seed, max_bytes, inputs fingerprint). Metrics as the story LM (``story_lm.lm_report``): perplexity
-per byte, top-1/top-5 accuracy, plus bits per byte.
+per byte, top-1/top-5 accuracy, plus bits per byte. In training (``eval.every``), ``diagnostics`` logs the
+validation perplexity, NLL and bits per byte on the first ``eval_segments`` validation segments (b2s6 spec E9:
+perplexity at every 1/11 of the run).
 """
 
 from __future__ import annotations
@@ -89,6 +91,18 @@ class ByteLM(StoryLM):
 
     def split_set(self, split: str) -> tuple[torch.Tensor, torch.Tensor]:
         return segments(self.streams[split], self.seq_len)
+
+    def diagnostics(self, model: torch.nn.Module) -> dict:
+        """In-training validation (b2s6 spec E9's perplexity curve): {val_ppl, val_nll, val_bits_per_byte} on the
+        first ``eval_segments`` segments of the validation split (all of them when unset)."""
+        was_training = model.training
+        model.eval()
+        vx, vy = self.split_set("val")
+        n = len(vx) if self.eval_segments is None else min(len(vx), self.eval_segments)
+        with torch.no_grad():
+            out = self._measure(model, vx[:n], vy[:n], prefix="val_")
+        model.train(was_training)
+        return {k: out[k] for k in ("val_ppl", "val_nll")} | {"val_bits_per_byte": out["val_nll"] / math.log(2)}
 
     def evaluate(self, model: torch.nn.Module) -> dict:
         """The story LM's metrics plus bits per byte (nll / ln 2) on the evaluation and validation splits."""

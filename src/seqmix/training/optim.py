@@ -147,18 +147,20 @@ def build_optimizer(params: nn.Module | Iterable, cfg: dict) -> torch.optim.Opti
     raise ValueError(f"unknown optimizer {name!r}")
 
 
-def lr_factor(step: int, total: int, schedule: str, warmup: int = 0) -> float:
-    """Multiplier of the base lr after ``step`` optimizer steps (cosine decays to 0 at ``total``)."""
+def lr_factor(step: int, total: int, schedule: str, warmup: int = 0, min_ratio: float = 0.0) -> float:
+    """Multiplier of the base lr after ``step`` optimizer steps (cosine decays to ``min_ratio`` at ``total``:
+    0 by default, 0.1 in the Mamba / based LM recipes, b2s6 spec E9)."""
     if warmup and step < warmup:
         return (step + 1) / warmup
     if schedule == "constant":
         return 1.0
     if schedule in ("cosine", "warmup_cosine"):
         progress = min(1.0, (step - warmup) / max(1, total - warmup))
-        return 0.5 * (1.0 + math.cos(math.pi * progress))
+        return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
     raise ValueError(f"unknown schedule {schedule!r}")
 
 
 def build_scheduler(opt: torch.optim.Optimizer, cfg: dict) -> torch.optim.lr_scheduler.LambdaLR:
     total, schedule, warmup = cfg["steps"], cfg.get("schedule", "constant"), cfg.get("warmup_steps", 0)
-    return torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, total, schedule, warmup))
+    floor = cfg.get("min_lr_ratio", 0.0)
+    return torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, total, schedule, warmup, floor))

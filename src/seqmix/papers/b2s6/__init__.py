@@ -1,7 +1,8 @@
 """B2S6 paper ("Block-Biased Mamba for Long-Range Sequence Processing", Yu and Erichson 2025): its artefacts,
 declared in the ``artefacts:`` block of config/papers/b2s6.yaml. Each is ``fn(spec, out)`` (see
 seqmix.artefacts for the spec). Built: the synthetic experiments E1, E3, E4, E5, the schematics E10 and the
-theory checks of spec §4; E2 and E6-E9 (the sCIFAR, LRA and language-model runs) are not built yet."""
+theory checks of spec §4; E2 and E6-E8 (the sCIFAR and LRA runs) are not built yet. E9 (the language model,
+Figure 7) and the diagnostics D1, D5 are registered in the block at the end."""
 
 from . import analysis, figures, schematics, tables
 
@@ -18,3 +19,14 @@ ARTEFACTS = {
     "figure5": figures.figure5,
     "figure6": figures.figure6,
 }
+
+# --- E9 (language model, Figure 7) and diagnostics D1, D5 ---
+from . import d1_profiles, d5_delta, e9_lm  # noqa: E402
+
+ARTEFACTS.update(
+    {
+        "e9_lm": e9_lm.e9_lm,
+        "d1_profiles": d1_profiles.d1_profiles,
+        "d5_delta": d5_delta.d5_delta,
+    }
+)
