@@ -1,9 +1,11 @@
 """B2S6 paper ("Block-Biased Mamba for Long-Range Sequence Processing", Yu and Erichson 2025): its artefacts,
 declared in the ``artefacts:`` block of config/papers/b2s6.yaml. Each is ``fn(spec, out)`` (see
 seqmix.artefacts for the spec). Built: the synthetic experiments E1, E3, E4, E5, the schematics E10 and the
-theory checks of spec §4; E2 and E6-E9 (the sCIFAR, LRA and language-model runs) are not built yet."""
+theory checks of spec §4, E2 (S4D with tied B, C) and E6 (Table 1, the sCIFAR ablation); E7-E9 (the LRA and
+language-model runs) are not built yet."""
 
-from . import analysis, figures, schematics, tables
+# --- E2, E6 (S4D with tied B, C; Table 1) ---
+from . import analysis, e2_tied, e6_ablation, figures, schematics, tables  # noqa: E402
 
 ARTEFACTS = {
     "gradient_scaling": analysis.gradient_scaling,
@@ -17,4 +19,10 @@ ARTEFACTS = {
     "figure4": figures.figure4,
     "figure5": figures.figure5,
     "figure6": figures.figure6,
+}
+# --- E2, E6 (S4D with tied B, C; Table 1) ---
+ARTEFACTS |= {
+    "e2_tied_bc": e2_tied.e2_tied_bc,
+    "e6_relations": e6_ablation.e6_relations,
+    "table1": e6_ablation.table1,
 }
