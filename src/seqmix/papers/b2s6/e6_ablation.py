@@ -1,9 +1,9 @@
 """E6 (Table 1, b2s6 spec E6): the B2S6 ablation on sCIFAR over h blocks of p = d / h channels, for complex
 B2S6 with B_bias (``complex``), complex without it (``nobias``) and real with it (``real``).
 
-- ``table1``: one row per h of ours or of the paper's, the paper's mean ± std (the claims
-  ``table1-h<h>-<variant>``' reported [mean, std] in %) beside ours (%, mean ± std over seeds) and the
-  seed count, every column of ours labelled with its data source.
+- ``table1``: one row per h of ours or of the paper's, the paper's mean ± std (``analysis.table1_paper`` of
+  config/papers/b2s6.yaml: Table 1 as printed, [mean, std] in %) beside ours (%, mean ± std over seeds) and
+  the seed count, every column of ours labelled with its data source.
 - ``e6_relations``: the paper's relations measured on our table, long ``quantity,value`` rows the
   ``e6-*`` claims read:
 
@@ -23,7 +23,6 @@ B2S6 with B_bias (``complex``), complex without it (``nobias``) and real with it
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import numpy as np
@@ -38,8 +37,6 @@ VARIANTS = {
     "nobias": "without B_bias (complex)",
     "real": "with B_bias (real)",
 }
-PAPER_D = 128  # Table 1's caption: d = 128 fixed, p = d / h
-_CLAIM = re.compile(r"^table1-h(\d+)-(complex|nobias|real)$")
 
 
 def cell_means(df: pd.DataFrame) -> pd.DataFrame:
@@ -99,15 +96,24 @@ def e6_relations(spec: dict, out: Path) -> None:
     write_csv(Path(out) / "summary.csv", rows, checksum=True)  # the claims verify it
 
 
-def paper_rows(spec: dict) -> dict[tuple[int, str], str]:
-    """{(h, variant): the paper's "m ± s"} from the claims the artefact shows."""
-    cells = {}
-    for claim_id in spec.get("reported") or {}:
-        m = _CLAIM.match(claim_id)
-        if m is None:
-            raise ValueError(f"{scifar.CONFIG}: table1 shows claim {claim_id!r}, not table1-h<h>-<variant>")
-        cells[(int(m.group(1)), m.group(2))] = scifar.paper_cell(spec, claim_id)
-    return cells
+def paper_table(spec: dict) -> dict:
+    """The paper's Table 1 from the artefact's ``analysis.table1_paper`` slice: {"d", "rows", "source"}."""
+    table = (spec.get("analysis") or {}).get("table1_paper")
+    if not table:
+        raise KeyError(
+            f"artefact {spec.get('name')!r}: analysis.table1_paper is missing "
+            f"(artefacts.table1.analysis in {scifar.CONFIG})"
+        )
+    return table
+
+
+def paper_cells(spec: dict) -> dict[tuple[int, str], str]:
+    """{(h, variant): the paper's "m ± s" in %}."""
+    return {
+        (int(row["h"]), v): f"{float(row[v][0]):.2f} ± {float(row[v][1]):.2f}"
+        for row in paper_table(spec)["rows"]
+        for v in VARIANTS
+    }
 
 
 def table1_frame(spec: dict) -> pd.DataFrame:
@@ -116,12 +122,12 @@ def table1_frame(spec: dict) -> pd.DataFrame:
     df = scifar.summary(spec, "e6")
     tag = scifar.data_label(spec, "e6")
     d_ours = {int(cfg["model"]["d_model"]) for cfg in spec["resolved"]["e6"].values()}
-    paper = paper_rows(spec)
+    paper, d_paper = paper_cells(spec), int(paper_table(spec)["d"])
     hs = sorted({int(h) for h in df["sweep_value"]} | {h for h, _ in paper})
     rows = []
     for h in hs:
         row: dict = {"h": h, "p (ours)": "/".join(str(d // h) if d >= h else "—" for d in sorted(d_ours))}
-        row["p (paper)"] = PAPER_D // h if PAPER_D >= h else MISSING
+        row["p (paper)"] = d_paper // h if d_paper >= h else MISSING
         for variant, name in VARIANTS.items():
             part = df[(df["variant"] == variant) & (df["sweep_value"].astype(int) == h)]
             row[f"paper {name}"] = paper.get((h, variant), MISSING)
@@ -141,9 +147,11 @@ def table1(spec: dict, out: Path) -> None:
         if scifar.is_substitute(tag)
         else ""
     )
+    paper = paper_table(spec)
     caption = (
         f"Table 1 (E6) at scale `{spec['scale']}`: test accuracy in % of B2S6 over h blocks of p = d / h channels "
-        f"(ours d = {'/'.join(map(str, d_ours))}, the paper's d = {PAPER_D}), ours = mean ± std (ddof 1) over "
-        f"seeds beside the paper's mean ± std ('—': not run at this scale). Data (ours): {tag}.{note}"
+        f"(ours d = {'/'.join(map(str, d_ours))}, the paper's d = {paper['d']}), ours = mean ± std (ddof 1) "
+        f"over seeds beside the paper's mean ± std ({paper['source']}; '—': not run at this scale). "
+        f"Data (ours): {tag}.{note}"
     )
     write_table(table1_frame(spec), Path(out) / "table1", caption)
