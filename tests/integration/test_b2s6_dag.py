@@ -39,6 +39,9 @@ def test_outputs_exist(dag):
         *(f"{exp}/summary.csv" for exp in ("e1", "e3", "e5")),
         "claims.md",
         "claims.csv",
+        # --- E2, E6 (S4D with tied B, C; Table 1) ---
+        *(f"tables/{n}.{ext}" for n in ("e2_tied_bc", "table1") for ext in ("md", "tex", "csv")),
+        *(f"{d}/summary.csv" for d in ("e2", "e6", "e6_relations")),
     ):
         assert (r / rel).stat().st_size > 0, rel
     assert set(pd.read_csv(r / "e1" / "summary.csv")["variant"]) == {"s4d", "s6", "b2s6"}

@@ -198,3 +198,17 @@ def test_e2_e6_config_at_every_scale(scale, n_e2, n_e6, hs, d):
     assert cfg["artefacts"]["table1"]["analysis"] == ["table1_paper"]
     e2_shown = set(cfg["artefacts"]["e2_tied_bc"]["claims"])
     assert e2_shown == set(e2_tied.ROWS[v][1] for v in e2_tied.ROWS) <= {c["id"] for c in cfg["claims"]}
+
+
+def test_digits_read_without_sklearn_equal_load_digits():
+    """The E2/E6 cpu and tiny data: image_data reads scikit-learn's digits file itself (no 1-3 s sklearn import
+    per job) and must give exactly load_digits' images (rescaled 0-16 -> 0-255) and labels, in its order."""
+    from sklearn.datasets import load_digits
+
+    from seqmix.tasks.image_data import load_digits_images
+
+    images, labels = load_digits_images()["all"]
+    ref = load_digits()
+    assert images.shape == (1797, 8, 8, 1) and images.dtype.name == "uint8"
+    assert (labels == ref.target).all()
+    assert (images[..., 0] == (ref.images * (255.0 / 16.0)).round().clip(0, 255).astype("uint8")).all()
