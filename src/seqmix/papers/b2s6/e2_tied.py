@@ -13,20 +13,29 @@ import pandas as pd
 from ...report.tables import write_table
 from . import scifar
 
-# variant of config/papers/b2s6.yaml e2 -> (row label, the claim holding the paper's value)
+# the e2 sweep value (model.mixer.tie_BC) -> (row label, the claim holding the paper's value)
 ROWS = {
-    "untied": ("S4D, per-channel B and C", "e2-untied-accuracy"),
-    "tied": ("S4D, B and C tied across channels", "e2-tied-accuracy"),
+    False: ("S4D, per-channel B and C", "e2-untied-accuracy"),
+    True: ("S4D, B and C tied across channels", "e2-tied-accuracy"),
 }
+
+
+def tied_flags(df: pd.DataFrame) -> pd.Series:
+    """The summary's sweep_value (tie_BC) as booleans, whether the CSV reader gave bools or 'True'/'False'."""
+    text = df["sweep_value"].astype(str).str.strip().str.lower()
+    if not text.isin(["true", "false"]).all():
+        raise ValueError(f"e2 summary: sweep_value must be tie_BC true/false, got {sorted(set(text))}")
+    return text == "true"
 
 
 def e2_frame(spec: dict) -> pd.DataFrame:
     """Two rows (per-channel, tied): the paper's accuracy (%), ours (%, mean ± std over seeds), seeds."""
     df = scifar.summary(spec, "e2")
+    tied = tied_flags(df)
     tag = scifar.data_label(spec, "e2")
     rows = []
-    for variant, (label, claim_id) in ROWS.items():
-        part = df[df["variant"] == variant]
+    for flag, (label, claim_id) in ROWS.items():
+        part = df[tied == flag]
         rows.append(
             {
                 "model": label,
