@@ -115,13 +115,12 @@ def test_table1_puts_the_papers_cells_beside_ours_and_labels_the_data(tmp_path):
     spec = _spec(tmp_path, "e6", _e6_rows(means), {}, {"source": "digits"})
     spec["analysis"] = {"table1_paper": PAPER_TABLE}
     df = e6_ablation.table1_frame(spec).set_index("h")
-    tag = "(sklearn-digits (substitute))"
-    assert list(df.index) == [1, 2, 128]
+    assert list(df.index) == [1, 2, 128] and set(df["data (ours)"]) == {"sklearn-digits (substitute)"}
     assert df.loc[1, "paper with B_bias (complex)"] == "81.56 ± 1.22"
     assert df.loc[128, "paper with B_bias (real)"] == "56.45 ± 0.71"
     assert df.loc[2, "paper with B_bias (complex)"] == "—"
-    assert df.loc[1, f"ours without B_bias (complex) {tag}"] == "60.00 ± 1.41"
-    assert df.loc[128, f"ours with B_bias (real) {tag}"] == "—" and df.loc[128, "seeds real"] == 0
+    assert df.loc[1, "ours without B_bias (complex)"] == "60.00 ± 1.41"
+    assert df.loc[128, "ours with B_bias (real)"] == "—" and df.loc[128, "seeds real"] == 0
     assert df.loc[2, "seeds nobias"] == 2
     assert (df.loc[1, "p (ours)"], df.loc[1, "p (paper)"], df.loc[128, "p (ours)"]) == ("32", 128, "—")
     ARTEFACTS["table1"](spec, tmp_path)

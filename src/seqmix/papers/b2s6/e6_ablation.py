@@ -117,8 +117,8 @@ def paper_cells(spec: dict) -> dict[tuple[int, str], str]:
 
 
 def table1_frame(spec: dict) -> pd.DataFrame:
-    """One row per h (ours and the paper's, ascending): h, p of ours and of the paper, then per variant the
-    paper's accuracy (%), ours (%, mean ± std over seeds) and our seed count."""
+    """One row per h (ours and the paper's, ascending): h, p of ours and of the paper, the data ours trained
+    on, then per variant the paper's accuracy (%), ours (%, mean ± std over seeds) and our seed count."""
     df = scifar.summary(spec, "e6")
     tag = scifar.data_label(spec, "e6")
     d_ours = {int(cfg["model"]["d_model"]) for cfg in spec["resolved"]["e6"].values()}
@@ -128,10 +128,11 @@ def table1_frame(spec: dict) -> pd.DataFrame:
     for h in hs:
         row: dict = {"h": h, "p (ours)": "/".join(str(d // h) if d >= h else "—" for d in sorted(d_ours))}
         row["p (paper)"] = d_paper // h if d_paper >= h else MISSING
+        row["data (ours)"] = tag
         for variant, name in VARIANTS.items():
             part = df[(df["variant"] == variant) & (df["sweep_value"].astype(int) == h)]
             row[f"paper {name}"] = paper.get((h, variant), MISSING)
-            row[f"ours {name} ({tag})"] = scifar.accuracy_cell(part)
+            row[f"ours {name}"] = scifar.accuracy_cell(part)
             row[f"seeds {variant}"] = scifar.seed_count(part)
         rows.append(row)
     return pd.DataFrame(rows)
