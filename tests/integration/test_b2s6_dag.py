@@ -43,6 +43,9 @@ def test_outputs_exist(dag):
         *(f"e9_lm/{n}" for n in ("summary.csv", "figure7.png", "figure7.pdf", "figure7.csv", "e9_lm.md", "e9_lm.csv")),
         *(f"{a}/{n}" for a in ("d1_profiles", "d5_delta") for n in ("summary.csv", f"{a}.png", f"{a}.pdf", f"{a}.csv")),
         "e9/summary.csv",
+        # --- E2, E6 (S4D with tied B, C; Table 1) ---
+        *(f"tables/{n}.{ext}" for n in ("e2_tied_bc", "table1") for ext in ("md", "tex", "csv")),
+        *(f"{d}/summary.csv" for d in ("e2", "e6", "e6_relations")),
     ):
         assert (r / rel).stat().st_size > 0, rel
     assert set(pd.read_csv(r / "e1" / "summary.csv")["variant"]) == {"s4d", "s6", "b2s6"}

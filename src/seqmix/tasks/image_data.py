@@ -8,7 +8,8 @@ Sources (``load_images(source, ...)``):
 - ``fashion-mnist``: the idx files (gzip or not) ``train-images-idx3-ubyte``, ``train-labels-idx1-ubyte``,
   ``t10k-images-idx3-ubyte``, ``t10k-labels-idx1-ubyte``; Debian's ``dataset-fashion-mnist`` package puts
   them in ``/usr/share/datasets/fashion-mnist`` (``$FASHION_MNIST_DIR`` or an explicit directory win).
-- ``digits``: scikit-learn's bundled ``load_digits`` (1797 8x8 images with values 0-16, rescaled to 0-255).
+- ``digits``: scikit-learn's bundled ``load_digits`` data (1797 8x8 images with values 0-16, rescaled to 0-255),
+  read from its file without importing sklearn.
 - ``auto``: Fashion-MNIST when its files are found, else digits (the offline default).
 
 Every source gives ``{split}/x`` (N, H*W, C) uint8, a row-major pixel sequence with C = 1 (grayscale, PIL's
@@ -22,6 +23,7 @@ within each class.
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import os
 import pickle
 from pathlib import Path
@@ -119,13 +121,26 @@ def load_cifar10(directory: str | os.PathLike) -> dict[str, tuple[np.ndarray, np
     return out
 
 
-def load_digits_images() -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """{"all"}: (images (1797, 8, 8, 1) uint8 scaled from 0-16 to 0-255, labels (1797,))."""
-    from sklearn.datasets import load_digits
+def digits_file() -> Path:
+    """scikit-learn's bundled ``datasets/data/digits.csv.gz``, located without importing sklearn: the import
+    costs 1-3 s in every job that builds the set, reading the 1797 rows a few ms."""
+    spec = importlib.util.find_spec("sklearn")
+    roots = list(spec.submodule_search_locations or []) if spec is not None else []
+    for root in roots:
+        path = Path(root) / "datasets" / "data" / "digits.csv.gz"
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f"image source digits: scikit-learn's datasets/data/digits.csv.gz not found (in {roots})")
 
-    d = load_digits()
-    images = np.rint(d.images * (255.0 / 16.0)).clip(0, 255).astype(np.uint8)[..., None]
-    return {"all": (images, d.target.astype(np.int64))}
+
+def load_digits_images() -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{"all"}: (images (1797, 8, 8, 1) uint8 scaled from 0-16 to 0-255, labels (1797,)); the rows of
+    ``sklearn.datasets.load_digits`` (its file read the way it reads it: 64 pixels then the label per row)."""
+    with gzip.open(digits_file(), mode="rt", encoding="utf-8") as f:
+        data = np.loadtxt(f, delimiter=",")
+    pixels, labels = data[:, :-1].reshape(-1, 8, 8), data[:, -1].astype(np.int64)
+    images = np.rint(pixels * (255.0 / 16.0)).clip(0, 255).astype(np.uint8)[..., None]
+    return {"all": (images, labels)}
 
 
 def to_grayscale(images: np.ndarray) -> np.ndarray:

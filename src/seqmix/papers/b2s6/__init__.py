@@ -1,10 +1,11 @@
 """B2S6 paper ("Block-Biased Mamba for Long-Range Sequence Processing", Yu and Erichson 2025): its artefacts,
 declared in the ``artefacts:`` block of config/papers/b2s6.yaml. Each is ``fn(spec, out)`` (see
 seqmix.artefacts for the spec). Built: the synthetic experiments E1, E3, E4, E5, the schematics E10 and the
-theory checks of spec §4; E2 and E6-E8 (the sCIFAR and LRA runs) are not built yet. E9 (the language model,
-Figure 7) and the diagnostics D1, D5 are registered in the block at the end."""
+theory checks of spec §4, E2 (S4D with tied B, C) and E6 (Table 1, the sCIFAR ablation); E7-E8 (the LRA runs)
+are not built yet. E9 (the language model, Figure 7) and the diagnostics D1, D5 are registered in a block at
+the end."""
 
-from . import analysis, figures, schematics, tables
+from . import analysis, e2_tied, e6_ablation, figures, schematics, tables  # noqa: E402
 
 ARTEFACTS = {
     "gradient_scaling": analysis.gradient_scaling,
@@ -30,3 +31,9 @@ ARTEFACTS.update(
         "d5_delta": d5_delta.d5_delta,
     }
 )
+# --- E2, E6 (S4D with tied B, C; Table 1) ---
+ARTEFACTS |= {
+    "e2_tied_bc": e2_tied.e2_tied_bc,
+    "e6_relations": e6_ablation.e6_relations,
+    "table1": e6_ablation.table1,
+}
