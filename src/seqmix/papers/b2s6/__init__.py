@@ -4,6 +4,7 @@ seqmix.artefacts for the spec). Built: the synthetic experiments E1, E3, E4, E5,
 theory checks of spec §4; E2 and E6-E9 (the sCIFAR, LRA and language-model runs) are not built yet."""
 
 from . import analysis, figures, schematics, tables
+from . import e7_lra, e7_tables, e8_table4  # --- E7 (Tables 2-3, LRA) and E8 (Table 4) ---
 
 ARTEFACTS = {
     "gradient_scaling": analysis.gradient_scaling,
@@ -17,4 +18,11 @@ ARTEFACTS = {
     "figure4": figures.figure4,
     "figure5": figures.figure5,
     "figure6": figures.figure6,
+    # --- E7 (Tables 2-3, Long Range Arena) ---
+    "lra_results": e7_lra.lra_results,
+    "table2": e7_tables.table2,
+    "table3": e7_tables.table3,
+    # --- E8 (Table 4, the LRA configs) ---
+    "table4_configs": e8_table4.table4_configs,
+    "table4": e8_table4.table4,
 }
