@@ -3,8 +3,15 @@ declared in the ``artefacts:`` block of config/papers/b2s6.yaml. Each is ``fn(sp
 seqmix.artefacts for the spec). Built: the synthetic experiments E1, E3, E4, E5, the schematics E10 and the
 theory checks of spec §4; E2 and E6-E9 (the sCIFAR, LRA and language-model runs) are not built yet."""
 
-from . import analysis, figures, schematics, tables
-from . import e7_lra, e7_tables, e8_table4  # --- E7 (Tables 2-3, LRA) and E8 (Table 4) ---
+from . import (  # --- E7 (Tables 2-3, LRA) and E8 (Table 4) ---
+    analysis,
+    e7_lra,
+    e7_tables,
+    e8_table4,
+    figures,
+    schematics,
+    tables,
+)
 
 ARTEFACTS = {
     "gradient_scaling": analysis.gradient_scaling,

@@ -93,12 +93,8 @@ def printed_rows(lit: dict) -> list[dict]:
                 rows.append({"source": "printed", "quantity": "accuracy", "model": model, "task": task, "value": v})
         if None not in values:
             mean = sum(values[:-1]) / len(tasks)
-            rows.append(
-                {"source": "printed", "quantity": "avg_recomputed", "model": model, "task": AVG, "value": mean}
-            )
-            rows.append(
-                {"source": "printed", "quantity": "avg_gap", "model": model, "value": abs(mean - values[-1])}
-            )
+            rows.append({"source": "printed", "quantity": "avg_recomputed", "model": model, "task": AVG, "value": mean})
+            rows.append({"source": "printed", "quantity": "avg_gap", "model": model, "value": abs(mean - values[-1])})
     return rows
 
 

@@ -20,7 +20,7 @@ from .e7_lra import AVG, EXPERIMENT, UNITS, is_substitute
 
 SUBSTITUTE = "mini-LRA (substitute data)"
 MISSING = "—"
-AVG_TOLERANCE = 0.005  # spec E7: "all match within 0.005, except S7"
+AVG_TOLERANCE = 0.005 + 1e-9  # spec E7: "all match within 0.005, except S7" (Spiking SSM: 84.325 -> 84.33)
 
 
 def substitute(spec: dict) -> bool:
