@@ -179,3 +179,10 @@ def test_scale_variants_must_name_variants(tmp_path):
     bad.write_text(text)
     with pytest.raises(ConfigError, match=r"experiments\.e7\.scales\.cpu\.variants.*'textt'"):
         load_paper(bad, "cpu")
+
+
+def test_scale_configs_must_name_experiments(tmp_path):
+    bad = tmp_path / "b2s6.yaml"
+    bad.write_text(CONFIG.read_text().replace("scale_configs: {paper: [e7]}", "scale_configs: {paper: [e77]}"))
+    with pytest.raises(ConfigError, match=r"artefacts\.table4_configs\.reads\.scale_configs\.paper.*'e77'"):
+        load_paper(bad, "tiny")
