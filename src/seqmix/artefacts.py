@@ -12,6 +12,7 @@ one claim re-runs only the claims step. Declaration (see workflow/schemas/paper.
           summaries: [exp2]                # <paper>/<exp>/summary.csv
           leaves: {exp1: "k4-*"}           # the final-stage markers of the cells matching the glob
           configs: [exp1]                  # resolved configs only: no wait for any result
+          scale_configs: {paper: [exp1]}   # configs resolved at a named scale (spec resolved_at)
           artefacts: [theory]              # the declared outputs of other artefacts of the paper
         writes: [figure4.png, figure4.pdf]
         report: [figure4.png]              # default: the .csv of tables (shown rendered as HTML,
@@ -22,7 +23,8 @@ one claim re-runs only the claims step. Declaration (see workflow/schemas/paper.
 
 The run spec a paper's ``ARTEFACTS[name](spec, out)`` receives (``artefact_spec``):
 ``paper, scale, name, paper_dir, inputs {summaries {exp: path}, leaves {exp: [leaf]}, artefacts {name:
-[paths]}}, resolved {exp: {variant: config}}, analysis {key: settings}, reported {claim_id: value}``.
+[paths]}}, resolved {exp: {variant: config}} (the variants run at this scale), resolved_at {scale: {exp: {variant:
+config}}} (``scale_configs``), analysis {key: settings}, reported {claim_id: value}``.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any
 
 from . import results as layout
 from .config_base import SCHEMA_DIR_DEFAULT, ConfigError, deep_merge, load_yaml, validate
-from .leaves import leaf_config, leaf_record
+from .leaves import leaf_config, leaf_record, scale_variants
 
 # what report.html shows by default: a table's CSV (Snakemake renders it as a table; it cannot render .md)
 # and a figure's PNG
@@ -110,6 +112,11 @@ def analysis_slice(paper_cfg: dict, keys: list[str], scale: str) -> dict:
     return {k: resolve_analysis(blocks[0][k] if k in blocks[0] else blocks[1][k], scale) for k in keys}
 
 
+def _resolved(exp: dict, scale: str) -> dict:
+    """{variant: its config at ``scale``} for the variants that scale runs."""
+    return {v: leaf_config(exp, v, scale) for v in scale_variants(exp, scale)}
+
+
 def artefact_spec(paper: str, paper_cfg: dict, name: str, scale: str, results: str | Path, cells: dict) -> dict:
     """What ``ARTEFACTS[name]`` reads, and nothing else (see the module docstring)."""
     decl = paper_cfg["artefacts"][name]
@@ -121,7 +128,8 @@ def artefact_spec(paper: str, paper_cfg: dict, name: str, scale: str, results: s
         ]
     experiments = [*(reads.get("summaries") or []), *(reads.get("leaves") or {}), *(reads.get("configs") or [])]
     exps = paper_cfg["experiments"]
-    resolved = {e: {v: leaf_config(exps[e], v, scale) for v in exps[e]["variants"]} for e in dict.fromkeys(experiments)}
+    resolved = {e: _resolved(exps[e], scale) for e in dict.fromkeys(experiments)}
+    resolved_at = {s: {e: _resolved(exps[e], s) for e in es} for s, es in (reads.get("scale_configs") or {}).items()}
     claims = {c["id"]: c.get("reported") for c in paper_cfg.get("claims") or []}
     return {
         "paper": paper,
@@ -136,6 +144,7 @@ def artefact_spec(paper: str, paper_cfg: dict, name: str, scale: str, results: s
             },
         },
         "resolved": resolved,
+        **({"resolved_at": resolved_at} if resolved_at else {}),
         "analysis": analysis_slice(paper_cfg, decl.get("analysis") or [], scale),
         "reported": {c: claims[c] for c in decl.get("claims") or []},
     }
@@ -206,8 +215,10 @@ def validate_artefacts(path: Path, cfg: dict, schema_dir: Path | None = None) ->
                 "(an experiment or a reserved directory): choose another name",
             )
         reads = decl.get("reads") or {}
-        for key in ("summaries", "configs", "leaves"):
-            for e in reads.get(key) or []:
+        named = [(key, reads.get(key) or []) for key in ("summaries", "configs", "leaves")]
+        named += [(f"scale_configs.{s}", es) for s, es in (reads.get("scale_configs") or {}).items()]
+        for key, names in named:
+            for e in names:
                 if e not in exps:
                     raise ConfigError(
                         path, f"{where}.reads.{key}", f"no experiment {e!r} (has: {', '.join(sorted(exps))})"

@@ -75,7 +75,7 @@ def papers_table(args) -> list[dict]:
 
 def experiments_table(args) -> list[dict]:
     from .artefacts import stages_of
-    from .config import expand_cells
+    from .config import expand_cells, scale_variants
 
     scale, rows = _scale(args), []
     for p, cfg in _papers(args).items():
@@ -87,7 +87,7 @@ def experiments_table(args) -> list[dict]:
                     "paper": p,
                     "experiment": name,
                     "stages": " -> ".join(stages_of(cfg, name)),
-                    "variants": len(exp["variants"]),
+                    "variants": len(scale_variants(exp, scale)),
                     f"leaves ({scale})": sum(len(leaves) for leaves in mine),
                     f"cells ({scale})": len(mine),
                     "description": " ".join(str(exp.get("description", "")).split()),

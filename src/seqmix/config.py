@@ -28,6 +28,7 @@ from .leaves import (  # noqa: F401  (re-exported)
     expand_leaves,
     leaf_config,
     leaf_record,
+    scale_variants,
 )
 
 SCALES = ("tiny", "cpu", "paper")
@@ -66,6 +67,14 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
             raise ConfigError(
                 path, f"experiments.{exp_name}.scales", "sweep_values given but the experiment has no sweep"
             )
+        for s_name, sc in exp["scales"].items():
+            unknown = [v for v in sc.get("variants") or [] if v not in exp["variants"]]
+            if unknown:
+                raise ConfigError(
+                    path,
+                    f"experiments.{exp_name}.scales.{s_name}.variants",
+                    f"no variant {', '.join(map(repr, unknown))} (has: {', '.join(exp['variants'])})",
+                )
         validate_component_blocks(path, exp_name, exp)
     for claim, (where, params) in zip(cfg.get("claims", []), origins):
         try:

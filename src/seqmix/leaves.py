@@ -55,12 +55,18 @@ def leaf_config(exp: dict, variant: str, scale: str) -> dict:
     return cfg
 
 
+def scale_variants(exp: dict, scale: str) -> list[str]:
+    """The variants an experiment runs at ``scale``: the scale's ``variants`` list, else all of them (e.g. a
+    task that only a GPU can train, declared for the paper scale alone)."""
+    return list(exp["scales"][scale].get("variants") or exp["variants"])
+
+
 def expand_leaves(paper: str, paper_cfg: dict, scale: str) -> list[Leaf]:
     leaves = []
     for exp_name, exp in paper_cfg.get("experiments", {}).items():
         sc = exp["scales"][scale]
         sweep = exp.get("sweep")
-        for variant in exp["variants"]:
+        for variant in scale_variants(exp, scale):
             vcfg = leaf_config(exp, variant, scale)
             points = [("-", None)]
             if sweep:

@@ -46,6 +46,9 @@ def test_outputs_exist(dag):
         # --- E2, E6 (S4D with tied B, C; Table 1) ---
         *(f"tables/{n}.{ext}" for n in ("e2_tied_bc", "table1") for ext in ("md", "tex", "csv")),
         *(f"{d}/summary.csv" for d in ("e2", "e6", "e6_relations")),
+        # --- E7 (Tables 2-3, Long Range Arena) and E8 (Table 4) ---
+        *(f"tables/{n}.{ext}" for n in ("table2", "table3", "table4") for ext in ("md", "tex", "csv")),
+        *(f"{a}/summary.csv" for a in ("lra_results", "table4_configs", "e7")),
     ):
         assert (r / rel).stat().st_size > 0, rel
     assert set(pd.read_csv(r / "e1" / "summary.csv")["variant"]) == {"s4d", "s6", "b2s6"}

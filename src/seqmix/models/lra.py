@@ -21,9 +21,14 @@ pooled features a, b are combined as [a, b, a*b, a-b] and an MLP Linear(4d, h) -
 the logits (the standard LRA retrieval head).
 
 Padding: the valid length of each token sequence is its count of non-PAD ids; PAD must only trail (right
-padding), so the bidirectional wrapper flips exactly the valid prefix. BatchNorm statistics include padded
-positions (the S4 code base's behaviour, which b2s6 spec §2.8 allows). The D skip lives in the block, so give the
-mixer no skip of its own (the b2s6/s4d/s6 units default to none).
+padding), so the bidirectional wrapper flips exactly the valid prefix. BatchNorm statistics (the batch's in
+training, and the running ones they update) are taken over the valid positions only (``mask_padding``, default
+true), so a sequence's logits do not depend on how much padding its batch carries; padded positions leave the
+norm as 0 (nothing reads them: the scan runs forward over the valid prefix first and the backward direction
+flips that prefix only, and pooling skips them). ``mask_padding: false`` keeps the S4 code base's statistics
+over every position, pads included. Inputs without padding (pixels, or ``pad_id: null``) are unchanged by the
+option. The D skip lives in the block, so give the mixer no skip of its own (the b2s6/s4d/s6 units default to
+none).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .. import registry
@@ -43,14 +49,34 @@ Dropout = Annotated[float, Opt(minimum=0, maximum=1)]
 
 
 class ChannelBatchNorm(nn.Module):
-    """BatchNorm1d over the channels of (B, L, d) inputs (statistics over batch and time)."""
+    """BatchNorm1d over the channels of (B, L, d) inputs (statistics over batch and time).
+
+    ``valid`` (B, L) bool, in training: the batch statistics and the running-statistics update use the valid
+    positions only (the running variance gets their unbiased variance, as BatchNorm1d's does); invalid
+    positions come out as 0. In eval mode the running statistics normalise every position, as without mask."""
 
     def __init__(self, d: int):
         super().__init__()
         self.bn = nn.BatchNorm1d(d)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.bn(x.transpose(1, 2)).transpose(1, 2)
+    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+        if valid is None or not self.training or bool(valid.all()):
+            return self.bn(x.transpose(1, 2)).transpose(1, 2)
+        bn = self.bn
+        momentum = bn.momentum
+        if bn.track_running_stats:
+            bn.num_batches_tracked.add_(1)
+            if momentum is None:  # BatchNorm's cumulative average
+                momentum = 1.0 / float(bn.num_batches_tracked)
+        kept = F.batch_norm(
+            x[valid], bn.running_mean, bn.running_var, bn.weight, bn.bias, True, momentum or 0.0, bn.eps
+        )  # (N_valid, d): BatchNorm1d's own arithmetic on the valid tokens
+        return x.new_zeros(x.shape).index_put((valid,), kept)
+
+
+def apply_norm(norm: nn.Module, x: torch.Tensor, valid: torch.Tensor | None) -> torch.Tensor:
+    """``norm`` on (B, L, d); ``valid`` (B, L) reaches a BatchNorm only (LayerNorm is per position)."""
+    return norm(x, valid) if isinstance(norm, ChannelBatchNorm) else norm(x)
 
 
 def make_lra_norm(kind: str, d: int) -> nn.Module:
@@ -72,14 +98,15 @@ class LRABlock(nn.Module):
         self.drop = nn.Dropout(dropout)
         self.out = nn.Sequential(nn.Linear(d_model, 2 * d_model), nn.GLU(dim=-1))
 
-    def forward(self, x: torch.Tensor, **kw) -> torch.Tensor:
-        z = self.norm(x) if self.prenorm else x
+    def forward(self, x: torch.Tensor, valid: torch.Tensor | None = None, **kw) -> torch.Tensor:
+        """x (B, L, d); ``valid`` (B, L) bool: the non-PAD positions the BatchNorm statistics use (None: all)."""
+        z = apply_norm(self.norm, x, valid) if self.prenorm else x
         y = self.mixer(z, **kw)
         if self.D is not None:
             y = y + self.D * z
         z = self.drop(self.out(self.drop(nn.functional.gelu(y))))
         x = x + z
-        return x if self.prenorm else self.norm(x)
+        return x if self.prenorm else apply_norm(self.norm, x, valid)
 
 
 def pair_features(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -121,6 +148,9 @@ class LRAClassifier(nn.Module):
         num_classes: Annotated[int | None, Opt(minimum=2)] = None,
         n_documents: Literal[1, 2] = 1,
         retrieval_hidden: OptPosInt = None,
+        mask_padding: Annotated[
+            bool, Opt(description="BatchNorm statistics over the non-PAD positions only (module docstring)")
+        ] = True,
     ):
         """``d_out``, ``seq_len``, ``vocab_size`` / ``d_in`` and ``n_documents`` come from the task
         (``Task.model_inputs``), the rest from the config; ``retrieval_hidden`` (default d_model) is the
@@ -136,7 +166,7 @@ class LRAClassifier(nn.Module):
         if n_documents == 2 and vocab_size is None:
             raise ValueError("model.n_documents: 2 (retrieval) needs token inputs (vocab_size)")
         self.tokens = vocab_size is not None
-        self.pad_id, self.n_documents, self.prenorm = pad_id, n_documents, prenorm
+        self.pad_id, self.n_documents, self.prenorm, self.mask_padding = pad_id, n_documents, prenorm, mask_padding
         self.encoder = nn.Embedding(vocab_size, d_model) if self.tokens else nn.Linear(d_in, d_model)
         self.blocks = nn.ModuleList(
             LRABlock(d_model, self._mixer(mixer, d_model, layer, seq_len, bidirectional), norm, prenorm, dropout, skip)
@@ -164,14 +194,18 @@ class LRAClassifier(nn.Module):
             lengths = valid_lengths(inputs, self.pad_id)
         x = self.encoder(inputs)
         tokens = inputs if self.tokens else None
+        valid = None
+        if lengths is not None:
+            valid = torch.arange(x.shape[1], device=x.device)[None, :] < lengths[:, None]  # (B, L)
+        stats_mask = valid if self.mask_padding else None
         for blk in self.blocks:
-            x = blk(x, **mixer_kwargs(blk.mixer, tokens, lengths))
+            x = blk(x, stats_mask, **mixer_kwargs(blk.mixer, tokens, lengths))
         if self.final_norm is not None:
-            x = self.final_norm(x)
-        if lengths is None:
+            x = apply_norm(self.final_norm, x, stats_mask)
+        if valid is None:
             return x.mean(1)
-        valid = (torch.arange(x.shape[1], device=x.device)[None, :] < lengths[:, None]).to(x.dtype)
-        return (x * valid[..., None]).sum(1) / lengths.clamp_min(1)[:, None].to(x.dtype)
+        weights = valid.to(x.dtype)
+        return (x * weights[..., None]).sum(1) / lengths.clamp_min(1)[:, None].to(x.dtype)
 
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         """(B, L) / (B, L, d_in), or (B, 2, L) with n_documents 2 -> logits (B, num_classes)."""

@@ -1,11 +1,21 @@
 """B2S6 paper ("Block-Biased Mamba for Long-Range Sequence Processing", Yu and Erichson 2025): its artefacts,
 declared in the ``artefacts:`` block of config/papers/b2s6.yaml. Each is ``fn(spec, out)`` (see
 seqmix.artefacts for the spec). Built: the synthetic experiments E1, E3, E4, E5, the schematics E10 and the
-theory checks of spec §4, E2 (S4D with tied B, C) and E6 (Table 1, the sCIFAR ablation); E7-E8 (the LRA runs)
-are not built yet. E9 (the language model, Figure 7) and the diagnostics D1, D5 are registered in a block at
-the end."""
+theory checks of spec §4, E2 (S4D with tied B, C), E6 (Table 1, the sCIFAR ablation), E7-E8 (LRA Tables 2-4),
+E9 (the language model, Figure 7) and the diagnostics D1, D5; each experiment's artefacts are registered in
+its own block below."""
 
-from . import analysis, e2_tied, e6_ablation, figures, schematics, tables  # noqa: E402
+from . import (  # noqa: E402
+    analysis,
+    e2_tied,
+    e6_ablation,
+    e7_lra,
+    e7_tables,
+    e8_table4,
+    figures,
+    schematics,
+    tables,
+)
 
 ARTEFACTS = {
     "gradient_scaling": analysis.gradient_scaling,
@@ -19,6 +29,13 @@ ARTEFACTS = {
     "figure4": figures.figure4,
     "figure5": figures.figure5,
     "figure6": figures.figure6,
+    # --- E7 (Tables 2-3, Long Range Arena) ---
+    "lra_results": e7_lra.lra_results,
+    "table2": e7_tables.table2,
+    "table3": e7_tables.table3,
+    # --- E8 (Table 4, the LRA configs) ---
+    "table4_configs": e8_table4.table4_configs,
+    "table4": e8_table4.table4,
 }
 
 # --- E9 (language model, Figure 7) and diagnostics D1, D5 ---
