@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -78,12 +79,19 @@ def param_value(v: Any) -> str:
     return s[:6000]
 
 
+# MLflow's rule for param keys; a config key outside it (e.g. a glob in train.param_hints) cannot be a key
+_MLFLOW_KEY = re.compile(r"^[A-Za-z0-9_\-. :/]+$")
+
+
 def flatten(d: dict, prefix: str = "") -> dict:
-    """{"a": {"b": 1}} -> {"a.b": 1} (the leaf config as MLflow params)."""
+    """{"a": {"b": 1}} -> {"a.b": 1} (the leaf config as MLflow params).
+
+    A sub-dict with a key MLflow refuses (``*``, ``[``, ...: the globs of ``train.param_hints``) stays whole, as
+    one JSON value under its parent's key; a refused top-level key has those characters replaced by ``_``."""
     out = {}
     for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
+        key = f"{prefix}{k}" if _MLFLOW_KEY.match(str(k)) else f"{prefix}{re.sub(r'[^A-Za-z0-9_. :/-]', '_', str(k))}"
+        if isinstance(v, dict) and all(_MLFLOW_KEY.match(str(kk)) for kk in v):
             out.update(flatten(v, key + "."))
         else:
             out[key] = v

@@ -219,3 +219,17 @@ def test_mlflow_init_with_the_server_down_finishes_fast_and_does_not_fail(tmp_pa
     assert time.monotonic() - t0 < 60
     assert json.loads(out.read_text())["reachable"] is False
     assert "unreachable" in proc.stderr
+
+
+def test_a_config_key_mlflow_refuses_is_kept_whole_and_the_run_ingests(store):
+    """Guards: b2s6 E2/E6 name parameter groups by glob (``train.param_hints: {"*.mixer.*.A": {lr: ...}}``);
+    flattened, ``train.param_hints.*.mixer.*.A.lr`` is a key MLflow refuses, so the whole paper's ingest failed
+    (its runs never reached MLflow). The glob dict now stays one JSON param under its parent's key."""
+    uri, results = store
+    cfg = {"train": {"lr": 0.01, "param_hints": {"*.mixer.*.A": {"lr": 0.001}}, "empty": {}}, "bad[key]": 1}
+    params = tb.flatten(cfg)
+    assert params == {"train.lr": 0.01, "train.param_hints": {"*.mixer.*.A": {"lr": 0.001}}, "bad_key_": 1}
+    rec = _rec("a.train", params=params)
+    tracking.ingest([_write(results, "tracking-train.jsonl", rec)], uri, results)
+    _, _, (run,) = _runs(uri)
+    assert json.loads(run.data.params["train.param_hints"]) == {"*.mixer.*.A": {"lr": 0.001}}
