@@ -79,9 +79,18 @@ def test_executor_plugin_profile_matches_local(slurm, local_dag, tmp_path):
 
 
 def _long_run(tmp_path: Path) -> tuple[Path, dict]:
-    # long enough (about 20 s of training on a quiet 2-core machine) to be interrupted after a checkpoint
-    run = leaf_run_config(tmp_path / "results", k=8, heads=(4,), steps=12000, checkpoint_every=1000, batch=64, n=32)
+    # long enough (about 10 s of training on a quiet 2-core machine) to be interrupted after the first
+    # checkpoint (step 1000; the wait polls every 50 ms) and still have 5000 steps left
+    run = leaf_run_config(tmp_path / "results", k=8, heads=(4,), steps=6000, checkpoint_every=1000, batch=64, n=32)
     return write(tmp_path / "run.json", run), run
+
+
+@pytest.fixture(scope="module")
+def long_reference(tmp_path_factory) -> dict:
+    """The long leaf trained uninterrupted and locally, once for the tests that interrupt it on SLURM."""
+    tmp = tmp_path_factory.mktemp("long-reference")
+    _, run = _long_run(tmp)
+    return _reference(tmp, run)
 
 
 def _wait_for_checkpoint(out_dir: Path, proc, min_step: int = 1000, timeout: float = 180) -> int:
@@ -143,7 +152,7 @@ def _assert_same_as_reference(run: dict, ref: dict) -> None:
     assert ma == mb
 
 
-def test_scancel_fails_the_step_then_rerun_resumes(slurm, tmp_path, submitit_folder):
+def test_scancel_fails_the_step_then_rerun_resumes(slurm, tmp_path, submitit_folder, long_reference):
     run_path, run = _long_run(tmp_path)
     disp = write(tmp_path / "dispatch.json", dispatch_settings(submitit_folder))
     out = tmp_path / "cell.train.json"
@@ -170,10 +179,10 @@ def test_scancel_fails_the_step_then_rerun_resumes(slurm, tmp_path, submitit_fol
         capture_output=True,
         timeout=300,
     )
-    _assert_same_as_reference(run, _reference(tmp_path, run))
+    _assert_same_as_reference(run, long_reference)
 
 
-def test_scontrol_requeue_resumes_by_itself(slurm, tmp_path, submitit_folder):
+def test_scontrol_requeue_resumes_by_itself(slurm, tmp_path, submitit_folder, long_reference):
     run_path, run = _long_run(tmp_path)
     disp = write(tmp_path / "dispatch.json", dispatch_settings(submitit_folder))
     out = tmp_path / "cell.train.json"
@@ -204,7 +213,7 @@ def test_scontrol_requeue_resumes_by_itself(slurm, tmp_path, submitit_folder):
         capture_output=True,
         timeout=300,
     )
-    _assert_same_as_reference(run, _reference(tmp_path, run))
+    _assert_same_as_reference(run, long_reference)
 
 
 def test_failing_step_fails_with_error_and_log_path(slurm, tmp_path, submitit_folder):
