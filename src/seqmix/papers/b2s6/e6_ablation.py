@@ -109,11 +109,7 @@ def paper_table(spec: dict) -> dict:
 
 def paper_cells(spec: dict) -> dict[tuple[int, str], str]:
     """{(h, variant): the paper's "m ± s" in %}."""
-    return {
-        (int(row["h"]), v): f"{float(row[v][0]):.2f} ± {float(row[v][1]):.2f}"
-        for row in paper_table(spec)["rows"]
-        for v in VARIANTS
-    }
+    return {(int(row["h"]), v): scifar.printed_pm(row[v]) for row in paper_table(spec)["rows"] for v in VARIANTS}
 
 
 def table1_frame(spec: dict) -> pd.DataFrame:

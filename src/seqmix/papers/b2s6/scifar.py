@@ -49,8 +49,13 @@ def paper_cell(spec: dict, claim_id: str) -> str:
     if isinstance(value, (list, tuple)):
         if len(value) != 2:
             raise ValueError(f"{CONFIG}: claim {claim_id}: reported must be [mean, std] or text, got {value!r}")
-        return f"{float(value[0]):.2f} ± {float(value[1]):.2f}"
+        return printed_pm(value)
     return str(value)
+
+
+def printed_pm(pair) -> str:
+    """A printed [mean, std] pair (percent) as "m ± s", two decimals like the paper's tables."""
+    return f"{float(pair[0]):.2f} ± {float(pair[1]):.2f}"
 
 
 def summary(spec: dict, experiment: str) -> pd.DataFrame:
