@@ -38,6 +38,19 @@ def test_defaults_and_auto_resolve_to_this_machine(monkeypatch):
     assert Runtime.resolve({"device": "cuda"}).device == "cuda:1"  # one GPU per data-parallel rank
 
 
+def test_activate_selects_a_cuda_device_only_when_it_has_an_index(monkeypatch):
+    # torch.cuda.set_device("cuda") raises (no index): a single-GPU job keeps the current device; a rank's
+    # "cuda:<LOCAL_RANK>" is selected (found on the first real GPU run, 2026-11-26)
+    chosen = []
+    monkeypatch.setattr(torch.cuda, "set_device", lambda d: chosen.append(torch.device(d)))
+    Runtime("cuda").activate()
+    assert chosen == []
+    Runtime("cuda:1").activate()
+    assert chosen == [torch.device("cuda", 1)]
+    Runtime("cpu").activate()
+    assert chosen == [torch.device("cuda", 1)]
+
+
 def test_cuda_without_cuda_is_a_config_error_in_the_job(monkeypatch):
     cuda_available(monkeypatch, False)
     with pytest.raises(ConfigError, match=r"config/config\.yaml: device: .*'cuda'.*is_available\(\) is False"):

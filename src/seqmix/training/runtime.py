@@ -79,7 +79,8 @@ class Runtime:
         from ..ops import dispatch
 
         dispatch.set_strict(True if self.kernels == "strict" else None)
-        if self.is_cuda:
+        # a bare "cuda" means the current device: torch.cuda.set_device refuses a device without an index
+        if self.is_cuda and self.torch_device.index is not None:
             torch.cuda.set_device(self.torch_device)
         return self
 
