@@ -109,6 +109,7 @@ def run(args) -> None:
     print(f"{len(todo)} of {len(cells)} cells to run, {args.workers} at a time, device {args.device}", flush=True)
     scratch = Path(tempfile.mkdtemp(prefix="seqmix-cells-"))
     counts: dict[str, int] = {}
+    given_up = 0
     with ThreadPoolExecutor(args.workers) as pool:
         pending, queue = {}, list(todo)
         while queue or pending:
@@ -126,8 +127,9 @@ def run(args) -> None:
             finished = sum(counts.values())
             if queue and finished >= args.give_up_after and counts.get("done", 0) == 0:
                 print(f"the first {finished} cells all failed: starting no more (see their logs)", flush=True)
+                given_up += len(queue)
                 queue.clear()
-    left = len(queue)
+    left = len(queue) + given_up
     print(f"finished in {time.time() - t0:.0f} s: {counts}; {left} not started", flush=True)
 
 
@@ -148,7 +150,9 @@ def main() -> None:
     sp.add_argument("--threads", type=int, default=1, help="torch threads per stage process")
     sp.add_argument("--deadline-s", type=float, default=float("inf"), help="start no cell after this many seconds")
     sp.add_argument("--grace-s", type=float, default=60.0, help="then stop running stages this much later")
-    sp.add_argument("--give-up-after", type=int, default=4, help="start no more cells once this many failed and none ran")
+    sp.add_argument(
+        "--give-up-after", type=int, default=4, help="start no more cells once this many failed and none ran"
+    )
     sp.set_defaults(fn=run)
     args = p.parse_args()
     args.fn(args)
