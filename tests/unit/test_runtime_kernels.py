@@ -60,6 +60,36 @@ def test_a_kernel_that_imports_is_registered_and_chosen_for_cuda_only(tmp_path):
         assert op.backend_for(x, "triton") == "reference"
 
 
+class _OnCuda:
+    """What backend_for reads of a CUDA tensor (its device), without a GPU."""
+
+    device = torch.device("cuda")
+    is_cuda = True
+
+
+def test_a_kernel_measured_slower_runs_only_when_asked_for(tmp_path):
+    op = Op(
+        "double",
+        make_package(tmp_path, "slowkernel", "def double(x):\n    return x * 2\n"),
+        reference,
+        auto_kernel=False,
+    )
+    assert "triton" in op.backends and op.backend_on("cuda") == "reference"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the reference by design on CUDA: no fallback warning
+        assert op.backend_for(_OnCuda()) == "reference"
+    assert op.backend_for(_OnCuda(), "triton") == "triton"
+    fast = Op("double", make_package(tmp_path, "fastkernel", "def double(x):\n    return x * 2\n"), reference)
+    assert fast.backend_for(_OnCuda()) == "triton"
+
+
+def test_the_kernels_slower_than_their_references_on_an_h200_are_not_automatic():
+    from seqmix.ops import feedback_solve, rotation_attention, selective_scan, ssd
+
+    assert not rotation_attention.OP.auto_kernel and not ssd.OP.auto_kernel
+    assert feedback_solve.OP.auto_kernel and selective_scan.OP.auto_kernel
+
+
 def test_a_lean_backend_is_the_cpu_default_and_the_kernel_fallback_on_cpu(tmp_path):
     """Guards issue 14: an op registered with ``lean=`` runs it automatically on CPU (and says so), keeps the
     reference selectable, and a kernel that cannot run on CPU falls back to the lean backend."""

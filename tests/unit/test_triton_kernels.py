@@ -40,6 +40,9 @@ ra_kernel = _interpreted("rotation_attention")
 
 @pytest.fixture(autouse=True, scope="module")
 def _restore_interpret_flag():
+    # set again for this module's tests: it was set at import (collection), but another module's teardown may
+    # have restored it since, and a kernel launch reads it
+    os.environ["TRITON_INTERPRET"] = "1"
     yield
     if _PREVIOUS is None:
         os.environ.pop("TRITON_INTERPRET", None)

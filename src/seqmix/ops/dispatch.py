@@ -7,9 +7,10 @@ lives beside it as ``ops/<op>/triton.py`` exposing a function with the op's name
 when that file exists and *registered* when it imports (triton installed, a CUDA build of torch).
 
 Choice for one call (``Op.backend_for``):
-- ``requested`` None (automatic): the kernel on CUDA tensors when registered; else the lean backend on CPU
-  tensors when the op has one; else the reference. A kernel that is declared but did not import counts as a
-  fallback (see below).
+- ``requested`` None (automatic): the kernel on CUDA tensors when registered and the op chooses it
+  automatically (``auto_kernel``, default true; false where the kernel was measured slower than the
+  reference, see benchmarks/RESULTS.md); else the lean backend on CPU tensors when the op has one; else the
+  reference. A kernel that is declared, would be chosen, but did not import counts as a fallback (see below).
 - ``requested`` "reference": always honoured; "lean": honoured on any device when the op has one, a
   ValueError otherwise.
 - ``requested`` "triton": the kernel when registered and the tensors are on CUDA; when the op has no kernel
@@ -67,8 +68,11 @@ class Op:
     ``triton.py`` that imports, its function named like the op ("ssd"); ``lean=fn`` registers a lean backend.
     """
 
-    def __init__(self, name: str, package: str, reference: Callable, lean: Callable | None = None):
+    def __init__(
+        self, name: str, package: str, reference: Callable, lean: Callable | None = None, auto_kernel: bool = True
+    ):
         self.name = name
+        self.auto_kernel = auto_kernel  # False: the kernel runs only when asked for (backend="triton")
         self.backends: dict[str, Callable] = {"reference": reference}
         if lean is not None:
             self.backends["lean"] = lean
@@ -86,7 +90,7 @@ class Op:
     def backend_on(self, device: torch.device | str) -> str:
         """The backend an automatic call on ``device`` runs (no warning, no error)."""
         kind = torch.device(device).type
-        if kind == "cuda" and "triton" in self.backends:
+        if kind == "cuda" and "triton" in self.backends and self.auto_kernel:
             return "triton"
         return "lean" if kind == "cpu" and "lean" in self.backends else "reference"
 
@@ -100,10 +104,12 @@ class Op:
             return requested
         if requested == "triton" and not self.kernel_declared:
             raise ValueError(f"op {self.name!r} has no 'triton' backend; available: {sorted(self.backends)}")
+        if requested == "triton" and tensor.is_cuda and "triton" in self.backends:
+            return "triton"
         chosen = self.backend_on(tensor.device)
         if chosen == "triton":
             return chosen
-        if requested == "triton" or (tensor.is_cuda and self.kernel_declared):
+        if requested == "triton" or (tensor.is_cuda and self.kernel_declared and self.auto_kernel):
             why = self.kernel_error or f"tensors on {tensor.device.type}, the kernel needs CUDA"
             self._fallback(why, chosen)
         return chosen

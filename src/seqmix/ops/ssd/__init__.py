@@ -5,7 +5,9 @@ from __future__ import annotations
 from ..dispatch import Op
 from . import reference
 
-OP = Op("ssd", __name__, reference.ssd_chunked)
+# Not chosen automatically on CUDA: on an H200 (2026-11-26, benchmarks/RESULTS.md) the kernel passed parity but
+# ran forward + backward at 0.47x the speed of the chunked reference; backend="triton" still runs it.
+OP = Op("ssd", __name__, reference.ssd_chunked, auto_kernel=False)
 BACKENDS = OP.backends
 backend_for = OP.backend_for
 ssd_recurrent = reference.ssd_recurrent
