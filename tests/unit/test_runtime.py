@@ -294,6 +294,21 @@ def test_submitit_jobs_get_the_allocator_settings(tmp_path, monkeypatch):
     assert ex._executor.parameters["setup"] == [f"export GLIBC_TUNABLES={allocator.GLIBC_TUNABLES}"]
 
 
+def test_copies_to_the_cpu_block_and_copies_to_a_device_do_not(monkeypatch):
+    # a non-blocking device-to-host copy can be read before its data arrives (garbage logits on a GPU run)
+    calls = []
+    real_to = torch.Tensor.to
+
+    def spy(self, *args, **kwargs):
+        calls.append((str(args[0]), kwargs.get("non_blocking", False)))
+        return real_to(self, "cpu")
+
+    monkeypatch.setattr(torch.Tensor, "to", spy)
+    move({"a": torch.zeros(1), "b": [torch.zeros(1)]}, torch.device("cpu"))
+    move(torch.zeros(1), torch.device("cuda"))
+    assert calls == [("cpu", False), ("cpu", False), ("cuda", True)]
+
+
 def test_cpu_batches_reach_a_model_on_another_device():
     """Evaluation and in-training diagnostics feed CPU batches; on a GPU runtime the hooks move them (the
     'meta' device stands in for CUDA here) and take them off again after the block."""

@@ -106,9 +106,12 @@ class Runtime:
 
 
 def move(obj: Any, device: torch.device) -> Any:
-    """Every tensor inside ``obj`` on ``device`` (non-blocking host-to-device copies)."""
+    """Every tensor inside ``obj`` on ``device``. Host-to-device copies are non-blocking; copies to the CPU
+    block: a non-blocking device-to-host copy returns before its data has arrived, so code reading the CPU
+    tensor at once reads garbage (found 2026-11-26 on an H200: the rotations evaluation, which takes the logits
+    off the GPU through ``keep_inputs_on_device``, scored trained models at up to exactly ln(vocab))."""
     if isinstance(obj, torch.Tensor):
-        return obj.to(device, non_blocking=True)
+        return obj.to(device, non_blocking=torch.device(device).type != "cpu")
     if isinstance(obj, (tuple, list)):
         out = [move(o, device) for o in obj]
         return type(obj)(out) if not hasattr(obj, "_fields") else type(obj)(*out)
