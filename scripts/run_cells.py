@@ -3,8 +3,9 @@ outside Snakemake: on a lent GPU machine that has PyTorch but not this project's
 MLflow or jsonschema), with many cells at once on one card. Snakemake picks the results up afterwards: a
 cell's stage marker is the rule's output, so a later `snakemake` run skips what finished here.
 
-    # here, with the project's venv: the run configs, then the plan (cells in priority order, their stages)
-    snakemake --config scale=cpu 'papers=[rotations]' --until run_config dispatch_config --cores 2
+    # here, with the project's venv: the run configs (and the MLflow store, which the train rule reads: made
+    # later, it would be newer than the markers and re-run every train job), then the plan
+    snakemake --config scale=cpu 'papers=[rotations]' --until run_config dispatch_config mlflow_init --cores 2
     python scripts/run_cells.py plan --scale cpu --papers rotations --out plan.json
 
     # there (PYTHONPATH=src): every cell of the plan, 12 at a time, on the GPU, stop starting cells at 400 s
@@ -104,8 +105,7 @@ def run(args) -> None:
     todo = [c for c in cells if not all(Path(m).exists() for m in c["markers"])]
     t0 = time.time()
     start_until, stop_at = t0 + args.deadline_s, t0 + args.deadline_s + args.grace_s
-    env_src = str(ROOT / "src")
-    os.environ["PYTHONPATH"] = env_src + (os.pathsep + os.environ["PYTHONPATH"] if "PYTHONPATH" in os.environ else "")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))
     print(f"{len(todo)} of {len(cells)} cells to run, {args.workers} at a time, device {args.device}", flush=True)
     scratch = Path(tempfile.mkdtemp(prefix="seqmix-cells-"))
     counts: dict[str, int] = {}
