@@ -67,6 +67,40 @@ def test_synthetic_stream_has_long_range_copies():
     assert with_copies[1] > 1000
 
 
+def _transition_entropy(stream: np.ndarray, vocab: int) -> float:
+    """Empirical H(t | t-1) in nats."""
+    joint = np.bincount(stream[:-1].astype(np.int64) * vocab + stream[1:], minlength=vocab * vocab).reshape(vocab, -1)
+    p = joint / joint.sum()
+    prev = p.sum(axis=1, keepdims=True)
+    nz = p > 0
+    return float(-(p[nz] * np.log((p / np.where(prev > 0, prev, 1))[nz])).sum())
+
+
+def test_first_order_stream_follows_its_successor_rows():
+    """Order 1 with one topic and a row per context: every transition (no copies) is one of the row's successors,
+    drawn from the same table the generator seeds first."""
+    from seqmix.tasks.rotations_corpus import _successor_table
+
+    spec = SyntheticSpec(vocab=64, topics=1, order=1, contexts=64, copy_prob=0.0)
+    s = synthetic_stream(4000, seed=5, spec=spec)  # < 4096 tokens: one lane, no lane boundaries to skip
+    succ, _ = _successor_table(np.random.default_rng(5), spec)
+    assert all(b in succ[a] for a, b in zip(s[:-1], s[1:], strict=True))
+
+
+def test_few_topics_first_order_is_learnable_from_the_previous_token():
+    """The cpu-scale law (8 topics, order 1) leaves much less to guess given t-1 than the spec's default law,
+    whose successors mix over every (topic, t-2): the reason the cpu scale uses it."""
+    default = synthetic_stream(400_000, seed=0)
+    cpu = synthetic_stream(400_000, seed=0, spec=SyntheticSpec(topics=8, order=1, contexts=4096))
+    assert _transition_entropy(cpu, 512) < _transition_entropy(default, 512) - 1.0
+
+
+@pytest.mark.parametrize("bad", [{"order": 3}, {"order": 0}, {"topics": 0}, {"contexts": 0}])
+def test_synthetic_stream_rejects_a_bad_law(bad):
+    with pytest.raises(ValueError, match="synthetic_stream"):
+        synthetic_stream(1000, seed=0, spec=SyntheticSpec(**bad))
+
+
 def test_task_is_registered_and_tags_its_source():
     task = get_task("rotations_lm")(**TINY)
     assert isinstance(task, RotationsLM)

@@ -7,6 +7,9 @@
   same document starts, its source offset log-uniform in [16, 4096]. No separators. Topics that persist over
   hundreds of tokens and copies from thousands back give far context its use, so a model that extrapolates
   can keep gaining from it and one that does not is measurably hurt (rotations spec §7: "RoPE's failure mode").
+  ``SyntheticSpec`` sets the number of topics, the chain's order and the table's rows: the spec's law (64
+  topics, second order, 512 x 512 x 64 contexts hashed onto 32K rows) is near-unigram for a small model (given
+  t-1 alone the successors mix over every (topic, t-2)); first order with few topics is learnable at cpu scale.
 - ``find_english`` / ``load_english``: natural English installed on the machine (option B): the Python
   documentation's HTML (``/usr/share/doc/python3*/html``, package ``python3.X-doc``; tags stripped) and the
   GCIDE dictionary (``/usr/share/dictd/gcide.dict.dz``, package ``dict-gcide``).
@@ -34,10 +37,13 @@ OWT_SUFFIXES = {".txt": "text", ".jsonl": "json", ".json": "json", ".parquet": "
 
 @dataclass(frozen=True)
 class SyntheticSpec:
-    """The synthetic stream's law (rotations spec §7 A); ``contexts``: rows of the hashed successor table."""
+    """The synthetic stream's law (rotations spec §7 A). ``order``: the chain's order (2 as the spec; 1 makes
+    the context (topic, t-1)); ``contexts``: rows of the successor table. When every context fits
+    (topics * vocab**order <= contexts) each gets its own row; otherwise contexts are hashed onto the rows."""
 
     vocab: int = 512
     topics: int = 64
+    order: int = 2
     mean_doc: float = 600.0
     successors: tuple[int, int] = (16, 32)
     zipf: float = 1.1
@@ -58,10 +64,15 @@ def _successor_table(rng: np.random.Generator, s: SyntheticSpec) -> tuple[np.nda
 
 
 def _context_row(topic: np.ndarray, a: np.ndarray, b: np.ndarray, s: SyntheticSpec) -> np.ndarray:
-    """A multiplicative hash of (topic, t-2, t-1) onto the table's rows (uint64 wraps by design)."""
-    key = (topic.astype(np.uint64) * np.uint64(s.vocab) + a.astype(np.uint64)) * np.uint64(s.vocab) + b.astype(
-        np.uint64
-    )
+    """The table row of the context (topic, t-2, t-1) (order 2) or (topic, t-1) (order 1): the context's index
+    when all contexts fit, else a multiplicative hash of it (uint64 wraps by design)."""
+    if s.order == 2:
+        key = (topic.astype(np.uint64) * np.uint64(s.vocab) + a.astype(np.uint64)) * np.uint64(s.vocab)
+    else:
+        key = topic.astype(np.uint64) * np.uint64(s.vocab)
+    key = key + b.astype(np.uint64)
+    if s.topics * s.vocab**s.order <= s.contexts:
+        return key
     return ((key * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) % np.uint64(s.contexts)
 
 
@@ -85,6 +96,10 @@ def synthetic_stream(n_tokens: int, seed: int, spec: SyntheticSpec = SyntheticSp
     is one vectorised step per lane position (about 0.1 s per 100K tokens, 2 s per 10M)."""
     if n_tokens < 1:
         raise ValueError(f"synthetic_stream: n_tokens must be positive, got {n_tokens}")
+    if spec.order not in (1, 2):
+        raise ValueError(f"synthetic_stream: order must be 1 or 2, got {spec.order}")
+    if min(spec.topics, spec.contexts, spec.vocab) < 1:
+        raise ValueError(f"synthetic_stream: topics, contexts and vocab must be positive, got {spec}")
     s = spec
     rng = np.random.default_rng(seed)
     succ, cum = _successor_table(rng, s)

@@ -77,7 +77,8 @@ def corpus_key(source: str, options: dict) -> dict:
     """What the cached corpus depends on: the source's inputs (files and sizes) and the build options."""
     key = {"version": PIPELINE_VERSION, "source": source, "val_fraction": options["val_fraction"]}
     if source == "synthetic":
-        return {**key, "n_tokens": options["n_tokens"], "seed": options["seed"], "vocab": options["vocab"]}
+        law = {k: options[k] for k in ("n_tokens", "seed", "vocab", "topics", "order", "contexts")}
+        return {**key, **law}
     text = {"bpe_vocab": options["bpe_vocab"], "bpe_docs": options["bpe_docs"], "max_chars": options["max_chars"]}
     if source == "english":
         return {**key, **text, "files": _files_key(options["english_files"])}
@@ -98,7 +99,9 @@ def _text_corpus(docs: list[str], label: str, options: dict) -> dict:
 def build_corpus(source: str, options: dict) -> dict:
     """Build the corpus (no cache). ``options``: see ``RotationsLM``'s constructor."""
     if source == "synthetic":
-        spec = SyntheticSpec(vocab=options["vocab"])
+        spec = SyntheticSpec(
+            vocab=options["vocab"], topics=options["topics"], order=options["order"], contexts=options["contexts"]
+        )
         stream = torch.from_numpy(synthetic_stream(options["n_tokens"], options["seed"], spec))
         train, val = split_stream(stream, options["val_fraction"])
         vocab = torch.tensor(spec.vocab, dtype=torch.int64)
