@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))  # the library, also wit
 
 from seqmix import artefacts as A
 from seqmix import results as layout
-from seqmix.config import ConfigError, cell_run_config, expand_cells, load_all
+from seqmix.config import ConfigError, cell_run_config, discover_papers, expand_cells, load_all
 from seqmix.io import canonical_json
 from seqmix.training.allocator import apply_to_environ
 

@@ -79,7 +79,7 @@ rule train:
     input:
         run=str(layout.cell_run_path(RESULTS, "{paper}", "{experiment}", "{cell}")),
         dispatch=ancient(rules.dispatch_config.output),
-        mlflow=ancient(rules.mlflow_init.output),  # a re-made store (another papers list) re-runs nothing
+        mlflow=rules.mlflow_init.output,
     output:
         str(layout.cell_marker(RESULTS, "{paper}", "{experiment}", "{cell}", "train")),
     log:
@@ -118,7 +118,7 @@ rule evaluate:
 rule diagnose:
     input:
         run=str(layout.cell_run_path(RESULTS, "{paper}", "{experiment}", "{cell}")),
-        mlflow=ancient(rules.mlflow_init.output),  # a re-made store (another papers list) re-runs nothing
+        mlflow=rules.mlflow_init.output,
         dispatch=ancient(rules.dispatch_config.output),
         trained=lambda w: (
             [str(layout.cell_marker(RESULTS, w.paper, w.experiment, w.cell, "train"))]
@@ -161,7 +161,7 @@ rule claims:
     input:
         run=rules.claims_run_config.output,
         results=lambda w: claims_inputs(w.paper),
-        mlflow=ancient(rules.mlflow_init.output),  # a re-made store (another papers list) re-runs nothing
+        mlflow=rules.mlflow_init.output,
     output:
         md=str(layout.claims_paths(RESULTS, "{paper}")[0]),
         csv=str(layout.claims_paths(RESULTS, "{paper}")[1]),

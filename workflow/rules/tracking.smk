@@ -2,6 +2,8 @@
 # parallel first writers). No rule takes the database as an input: its mtime changes with every write.
 # A tracking outage never fails it: with the server down it warns, writes "reachable": false and the jobs
 # keep their buffers for mlflow_sync.
+# It creates the experiments of every paper file, not only the selected ones: the selection is no param, so
+# running another `papers` selection re-makes nothing (a re-made store would re-run every finished stage).
 
 
 rule mlflow_init:
@@ -14,7 +16,7 @@ rule mlflow_init:
     localrule: True
     params:
         uri=config["tracking"]["uri"],
-        papers=list(PAPERS),
+        papers=discover_papers(workflow.basedir),
         results=lambda w, output: Path(output[0]).parents[1],  # the results root (shared by the scales)
     shell:
         "{SEQMIX_CLI} mlflow-init --uri {params.uri:q} --results {params.results:q} "
