@@ -40,6 +40,7 @@ def write_corpus(root, n_files=12, n_bytes=3000):
 
 def test_installed_text_discovery(tmp_path):
     roots = write_corpus(tmp_path / "lib")
+    (tmp_path / "lib" / "dangling.py").symlink_to(tmp_path / "lib" / "gone.py")  # as Debian doc dirs have
     files = find_text_files(roots)
     assert [p.name for _, p in files] == [f"doc{i:02d}.py" for i in range(12)]
     assert corpus_label(files) == "installed text: cpython-stdlib (substitute)"

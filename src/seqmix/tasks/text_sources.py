@@ -21,6 +21,7 @@ import gzip
 import math
 import os
 import random
+import re
 import sysconfig
 from pathlib import Path
 
@@ -34,7 +35,8 @@ _SKIP_DIRS = {"site-packages", "dist-packages", "__pycache__"}
 
 
 def default_roots() -> dict[str, str]:
-    docs = sorted(glob.glob("/usr/share/doc/python3.[0-9]*"))
+    # python3.11, not python3.12-venv (a package's changelog directory)
+    docs = sorted(d for d in glob.glob("/usr/share/doc/python3.[0-9]*") if re.fullmatch(r"python3\.\d+", Path(d).name))
     return {
         "cpython-stdlib": sysconfig.get_paths()["stdlib"],
         "python-docs": docs[-1] if docs else "/usr/share/doc/python3",
@@ -53,7 +55,8 @@ def find_text_files(roots: dict[str, str | os.PathLike] | None = None) -> list[t
         found = []
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
-            found += [Path(dirpath) / f for f in filenames if f.endswith(suffixes)]
+            # is_file(): a dangling link (Debian doc directories have them) is no text file
+            found += [Path(dirpath) / f for f in filenames if f.endswith(suffixes) and (Path(dirpath) / f).is_file()]
         if corpus == "dict-gcide":
             found = [f for f in found if f.name.startswith("gcide")]
         out += [(corpus, f) for f in sorted(found, key=lambda p: str(p.relative_to(root)))]
