@@ -170,6 +170,8 @@ def _finish_training_leaf(run: dict, leaf: dict, result: dict, tags: dict, param
         "final_train_loss": hist["train_loss"][-1] if hist["train_loss"] else None,
         "diagnostics_seconds": result["diagnostics"]["seconds"],
         "backend": tags["backend"],
+        "device": tags.get("device"),
+        "data_source": result.get("data_source"),
     }
 
 

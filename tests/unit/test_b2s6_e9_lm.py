@@ -97,14 +97,16 @@ def test_cosine_floor():
     assert lr_factor(3, 100, "constant", 0, 0.1) == 1.0
 
 
-def _fake_leaf(tmp: Path, variant: str, cfg: dict, ppl: list[float], seconds: float) -> dict:
+def _fake_leaf(tmp: Path, variant: str, cfg: dict, ppl: list[float], seconds: float, **marker) -> dict:
     """A trained leaf as the e9_lm analysis reads it: its history (in-training points from step 0) and marker."""
     out = tmp / variant
     out.mkdir()
     steps = cfg["train"]["steps"]
     every = steps // (len(ppl) - 1)
     write_json(out / "history.json", {"diagnostics": {"step": [i * every for i in range(len(ppl))], "val_ppl": ppl}})
-    write_json(out / "train.done.json", {"hash": "h", "steps": steps, "seconds": seconds, "diagnostics_seconds": 1.0})
+    write_json(
+        out / "train.done.json", {"hash": "h", "steps": steps, "seconds": seconds, "diagnostics_seconds": 1.0, **marker}
+    )
     return {"config": {**cfg, "variant": variant, "seed": 0}, "out_dir": str(out), "hash": "h", "id": variant}
 
 
@@ -132,3 +134,21 @@ def test_e9_lm_reads_points_throughput_and_final_perplexity(tmp_path, monkeypatc
     assert float(final["S6 (paper)"]) == 21.0785 and float(final["S6 (ours)"]) == pytest.approx(146.0)
     assert table.loc["time per token vs S6", "B2S6 (ours)"] == "+100.0%"
     assert "not comparable" in (out / "e9_lm.md").read_text()
+
+
+def test_e9_lm_names_the_corpus_and_device_its_runs_recorded(tmp_path, monkeypatch):
+    """A leaf trained elsewhere (a GPU box with other installed text) is labelled with what its train marker
+    recorded there, not with what the task finds on the machine drawing the table."""
+    paper = load_paper(ROOT / "config" / "papers" / "b2s6.yaml", "tiny")
+    exp = paper["experiments"]["e9"]
+    monkeypatch.setattr(e9_lm, "is_done", lambda marker, h: True)
+    rec = {"data_source": "installed text: elsewhere (substitute)", "device": "cuda"}
+    leaves = [
+        _fake_leaf(tmp_path, v, leaf_config(exp, v, "tiny"), [9.0 - i for i in range(12)], 2.0, **rec)
+        for v in ("s6", "b2s6", "s4d")
+    ]
+    out = tmp_path / "out"
+    out.mkdir()
+    e9_lm.e9_lm({"inputs": {"leaves": {"e9": leaves}}}, out)
+    caption = (out / "e9_lm.md").read_text()
+    assert "installed text: elsewhere (substitute)" in caption and "(cuda;" in caption

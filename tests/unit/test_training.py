@@ -428,6 +428,8 @@ def test_train_cell_rebuilds_a_leaf_with_a_stale_marker(tmp_path):
     marker = read_json(out / "train.done.json")
     assert marker["hash"] == leaf["hash"] == config_hash(cfg)
     assert marker["resumed_from"] is None  # the other config's checkpoint was not used
+    assert marker["device"] == "cpu"  # where it trained, for tables drawn on another machine
+    assert "data_source" in marker  # the task's corpus label there (None for a task without one)
     assert summary["leaves"] == [marker]
     fresh = train(cfg, tmp_path / "fresh", leaf["hash"])
     assert read_json(out / "history.json") == json.loads(json.dumps(fresh["history"]))

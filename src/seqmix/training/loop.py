@@ -167,6 +167,8 @@ def train(
         "seconds": time.perf_counter() - t0,
         "backends": backends,
         "diagnostics": {"calls": diagnose.calls, "seconds": round(diagnose.seconds, 4)},
+        # where the data came from, as the task saw it where it trained (a GPU box may hold other files)
+        "data_source": getattr(task, "data_source", None),
     }
 
 

@@ -89,8 +89,26 @@ def throughput_rows(spec: dict) -> list[dict]:
 
 
 def data_source(spec: dict) -> str:
-    """The corpus the runs read (the task's own label, e.g. "installed text: cpython-stdlib (substitute)")."""
-    return str(build_task(_leaves(spec)[0]["config"]).data_source)
+    """The corpus the runs read (the task's own label, e.g. "installed text: cpython-stdlib (substitute)"): as
+    each leaf's train marker recorded it where it trained (a GPU box or a node may hold other files than the
+    machine drawing the table); for older markers, the label the task gives here."""
+    found = {read_json(leaf_marker(Path(leaf["out_dir"]), "train")).get("data_source") for leaf in _leaves(spec)}
+    found.discard(None)
+    if not found:
+        return str(build_task(_leaves(spec)[0]["config"]).data_source)
+    return " / ".join(sorted(found))
+
+
+def devices(spec: dict) -> str:
+    """Where the leaves trained, from their train markers ("cpu", "cuda", ...; "unrecorded" for older ones)."""
+    return ", ".join(
+        sorted(
+            {
+                read_json(leaf_marker(Path(leaf["out_dir"]), "train")).get("device") or "unrecorded"
+                for leaf in _leaves(spec)
+            }
+        )
+    )
 
 
 def draw_figure7(df: pd.DataFrame, source: str, out: Path) -> None:
@@ -167,7 +185,7 @@ def e9_lm(spec: dict, out: Path) -> None:
         f"E9 (Figure 7's table): validation perplexity at every 1/11 of training. Ours: {source}, byte-level "
         "(vocabulary 256), per byte; the paper: SlimPajama-6B with a BPE tokenizer, per token. Different data and "
         "tokenizer: the absolute perplexities are not comparable, only the ordering of the units and their "
-        "relative gaps. tokens/s: training throughput per model on this machine (the paper's 2.7% needs a fused "
-        "GPU kernel; a reported number here, not a claim)."
+        f"relative gaps. tokens/s: training throughput per model on the device it trained on ({devices(spec)}; the "
+        "paper's 2.7% needs a fused GPU kernel; a reported number here, not a claim)."
     )
     write_table(pd.DataFrame(table_rows(curves, speed, params)), out / "e9_lm", caption)
