@@ -23,8 +23,8 @@ SMK_ARGS ?=
 PYTEST_ARGS ?=
 # test processes (pytest-xdist); whole files go to one worker so a file's session fixtures (a DAG run) are
 # built once; TEST_WORKERS=0 runs the suite in this process. Files go out in collection order, not xdist's
-# default (most tests first), which left the long DAG files for last: 975 s instead of 1030 s on 2 cores
-# (2026-11-26)
+# default (most tests first), which leaves the long DAG files for last. Measured on 2 cores (2026-11-26):
+# 975 s and 1090 s in two runs against 1030 s without: within this box's run-to-run noise, so no proven gain
 TEST_WORKERS ?= 2
 
 BIN := $(VENV)/bin
