@@ -42,6 +42,7 @@ log = logging.getLogger("seqmix.data")
 
 PIPELINE_VERSION = 1  # bump when a source's output changes, so old caches are not reused
 SOURCES = ("synthetic", "english", "openwebtext")
+SYNTHETIC_LAW = ("vocab", "topics", "order", "contexts")  # the task options that are SyntheticSpec fields
 SYNTHETIC = "synthetic long-stream (substitute)"
 ENGLISH = "installed English text (substitute)"
 OPENWEBTEXT = "OpenWebText"
@@ -77,8 +78,7 @@ def corpus_key(source: str, options: dict) -> dict:
     """What the cached corpus depends on: the source's inputs (files and sizes) and the build options."""
     key = {"version": PIPELINE_VERSION, "source": source, "val_fraction": options["val_fraction"]}
     if source == "synthetic":
-        law = {k: options[k] for k in ("n_tokens", "seed", "vocab", "topics", "order", "contexts")}
-        return {**key, **law}
+        return {**key, **{k: options[k] for k in ("n_tokens", "seed", *SYNTHETIC_LAW)}}
     text = {"bpe_vocab": options["bpe_vocab"], "bpe_docs": options["bpe_docs"], "max_chars": options["max_chars"]}
     if source == "english":
         return {**key, **text, "files": _files_key(options["english_files"])}
@@ -99,9 +99,7 @@ def _text_corpus(docs: list[str], label: str, options: dict) -> dict:
 def build_corpus(source: str, options: dict) -> dict:
     """Build the corpus (no cache). ``options``: see ``RotationsLM``'s constructor."""
     if source == "synthetic":
-        spec = SyntheticSpec(
-            vocab=options["vocab"], topics=options["topics"], order=options["order"], contexts=options["contexts"]
-        )
+        spec = SyntheticSpec(**{k: options[k] for k in SYNTHETIC_LAW})
         stream = torch.from_numpy(synthetic_stream(options["n_tokens"], options["seed"], spec))
         train, val = split_stream(stream, options["val_fraction"])
         vocab = torch.tensor(spec.vocab, dtype=torch.int64)

@@ -88,12 +88,16 @@ def throughput_rows(spec: dict) -> list[dict]:
     return rows
 
 
+def _recorded(spec: dict, key: str) -> set:
+    """The values of ``key`` in the leaves' train markers (what each run recorded where it trained)."""
+    return {read_json(leaf_marker(Path(leaf["out_dir"]), "train")).get(key) for leaf in _leaves(spec)}
+
+
 def data_source(spec: dict) -> str:
     """The corpus the runs read (the task's own label, e.g. "installed text: cpython-stdlib (substitute)"): as
     each leaf's train marker recorded it where it trained (a GPU box or a node may hold other files than the
     machine drawing the table); for older markers, the label the task gives here."""
-    found = {read_json(leaf_marker(Path(leaf["out_dir"]), "train")).get("data_source") for leaf in _leaves(spec)}
-    found.discard(None)
+    found = _recorded(spec, "data_source") - {None}
     if not found:
         return str(build_task(_leaves(spec)[0]["config"]).data_source)
     return " / ".join(sorted(found))
@@ -101,14 +105,7 @@ def data_source(spec: dict) -> str:
 
 def devices(spec: dict) -> str:
     """Where the leaves trained, from their train markers ("cpu", "cuda", ...; "unrecorded" for older ones)."""
-    return ", ".join(
-        sorted(
-            {
-                read_json(leaf_marker(Path(leaf["out_dir"]), "train")).get("device") or "unrecorded"
-                for leaf in _leaves(spec)
-            }
-        )
-    )
+    return ", ".join(sorted({d or "unrecorded" for d in _recorded(spec, "device")}))
 
 
 def draw_figure7(df: pd.DataFrame, source: str, out: Path) -> None:
