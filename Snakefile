@@ -10,7 +10,7 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))  # the library, also without an install
-from seqmix.config_base import ConfigError, load_yaml
+from seqmix.config.base import ConfigError, load_yaml
 
 # Read with seqmix's loader first: Snakemake's own says only "not valid JSON or YAML" for a syntax error
 # and silently keeps the last of a key given twice; this one names the file, the line and the key.

@@ -28,7 +28,8 @@ def _t(s: str) -> float:
 
 
 def one(tmp: Path) -> dict:
-    from seqmix.config import cell_run_config, expand_cells, load_yaml
+    from seqmix.config.base import load_yaml
+    from seqmix.config.leaves import cell_run_config, expand_cells
 
     paper = load_yaml(ROOT / "config" / "papers" / "heads.yaml")
     exp = paper["experiments"]["exp1"]
@@ -75,7 +76,7 @@ def one(tmp: Path) -> dict:
     if r.returncode:
         raise SystemExit(r.stderr[-3000:])
     err = r.stderr
-    submitted = _t(re.search(STAMP + r" seqmix.dispatch INFO submitted", err).group(1))
+    submitted = _t(re.search(STAMP + r" seqmix.pipeline.dispatch INFO submitted", err).group(1))
     started = _t(re.search(r"submitit INFO \(" + STAMP + r"\) - Starting with JobEnvironment", err).group(1))
     finished = _t(re.search(r"submitit INFO \(" + STAMP + r"\) - Job completed successfully", err).group(1))
     return {"submit_to_start_s": started - submitted, "end_to_done_s": t_end - finished, "process_s": t_end - t0}

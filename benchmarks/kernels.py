@@ -2,7 +2,7 @@
 
 For each op (feedback_solve, rotation_attention, selective_scan, ssd):
 1. Parity gate: output and every input gradient of the kernel vs the reference in float64 on small shapes
-   (relative RMSE within the tolerance of tests/unit/test_triton_kernels.py). A kernel that fails it gets no
+   (relative RMSE within the tolerance of tests/ops/test_triton_kernels.py). A kernel that fails it gets no
    speed figure at all, so a speedup from a wrong kernel is never printed.
 2. On CUDA: forward + backward time of kernel and reference at paper shapes in bf16 (median of --reps after
    warm-up, which also autotunes), and the kernel's achieved FLOP/s as a fraction of the card's dense bf16

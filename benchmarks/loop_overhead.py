@@ -31,7 +31,8 @@ LEAVES = [("heads", "exp1", "k8", 3), ("superposition", "e1", "sup", 0)]
 
 def tiny_leaf(paper: str, experiment: str, variant: str, index: int) -> dict:
     from seqmix import registry
-    from seqmix.config import expand_leaves, load_yaml
+    from seqmix.config.base import load_yaml
+    from seqmix.config.leaves import expand_leaves
 
     registry.load_all()
     cfg = load_yaml(ROOT / "config" / "papers" / f"{paper}.yaml")

@@ -9,7 +9,7 @@ Forward + backward of one scan at the b2s6 spec's CPU-scale shapes (§6: batch 8
 Implementations: ``lean`` (ops/selective_scan/lean.py, the CPU default), ``reference`` (reference.py: autograd
 through the chunked scan) and ``token loop`` (``selective_scan_step`` once per token, vectorised over batch,
 channels and state, autograd for its backward: b2s6 spec §2.8, tier 1). The float64 oracle of
-tests/theory/oracles.py also loops over channels and writes its states in place, so it has no backward and
+tests/oracles.py also loops over channels and writes its states in place, so it has no backward and
 is not timed here.
 
 Each (unit, L, implementation) runs in a fresh process: time = median of ``--reps`` runs after one warm-up,

@@ -38,9 +38,10 @@ def plan(args) -> None:
     """Cells of the given papers (experiments in --order first, then the rest) and the stages each runs."""
     import yaml
 
-    from seqmix import artefacts as A
     from seqmix import results as layout
-    from seqmix.config import expand_cells, load_all
+    from seqmix.config import artefacts as A
+    from seqmix.config.leaves import expand_cells
+    from seqmix.config.loading import load_all
 
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     cfg.update(scale=args.scale, papers=list(args.papers))

@@ -5,7 +5,7 @@ of reading a registered name or testing attribute strings, so a new mixer gains 
 methods, and a renamed method fails the protocol check instead of silently skipping the probe.
 
 ``isinstance`` with a runtime-checkable protocol checks that the members exist, not their signatures; the
-signatures below are the contract the probes rely on (tests/unit/test_capabilities.py checks the mixers).
+signatures below are the contract the probes rely on (tests/test_capabilities.py checks the mixers).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Name -> constructor registries for mixers, models and tasks.
+"""Name -> constructor registries for mixers, models and tasks; the packages of papers; the model-side
+workers the pipeline runs.
 
 A config names components by string; ``register_*`` decorators fill the tables, and ``get_*`` fail
 with the list of known names. ``load_all()`` imports every module that registers something: seqmix's own
@@ -10,6 +11,13 @@ declare in the groups ``seqmix.mixers``, ``seqmix.models`` and ``seqmix.tasks``,
 
 The entry point's name is the registered name; its object is the class (registered under that name unless
 its module already did so with ``@register_mixer``), so a plugin adds a component without editing seqmix.
+
+Papers: ``seqmix.papers.<paper>`` in this tree, or the package an entry point of the group ``seqmix.papers``
+names (``my_paper = "my_package.my_paper"``), for a paper kept out of tree.
+
+Workers: the pipeline side (config, claims, tracking, report, pipeline, cli) never imports the model side
+(ops, mixers, models, tasks, training, diagnostics, papers); it reaches the model side only here, by name
+(``worker``, ``artefact_function``), so the import contracts in pyproject.toml can state the two sides.
 """
 
 from __future__ import annotations
@@ -126,3 +134,69 @@ def get_model(name: str) -> Callable:
 
 def get_task(name: str) -> Callable:
     return get("task", name)
+
+
+# ----------------------------------------------------------------------------- papers
+
+PAPER_GROUP = "seqmix.papers"
+
+
+def paper_module(paper: str) -> str:
+    """The module name of a paper's package: the entry point ``paper`` of the group ``seqmix.papers`` when
+    an installed package declares one, else ``seqmix.papers.<paper>``."""
+    for ep in importlib.metadata.entry_points(group=PAPER_GROUP):
+        if ep.name == paper:
+            return ep.value.split(":")[0]
+    return f"seqmix.papers.{paper}"
+
+
+def paper_dir(paper: str):
+    """The directory of a paper's package, found without importing it (None when there is none)."""
+    import importlib.util
+    from pathlib import Path
+
+    try:
+        spec = importlib.util.find_spec(paper_module(paper))
+    except ImportError:
+        return None
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    return Path(locations[0]) if locations else None
+
+
+def artefact_function(paper: str, name: str) -> Callable:
+    """``<paper package>.ARTEFACTS[name]``, an artefact's ``fn(spec, out)``; LookupError naming what exists."""
+    module_name = paper_module(paper)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        raise LookupError(f"no package {module_name} for paper {paper!r} ({e})") from None
+    try:
+        table = module.ARTEFACTS
+    except AttributeError:
+        raise LookupError(f"{module_name} defines no ARTEFACTS (the map of its declared artefacts)") from None
+    if name not in table:
+        raise LookupError(
+            f"unknown artefact {name!r} of paper {paper}; {module_name}.ARTEFACTS has: {', '.join(table) or 'nothing'}"
+        )
+    return table[name]
+
+
+# ----------------------------------------------------------------------------- model-side workers
+
+# What the pipeline runs on the model side, as "module:attribute" (imported on first use).
+WORKERS = {
+    "stages": "seqmix.training.work:StageWork",  # train / evaluate / diagnose one leaf
+    "distributed": "seqmix.training.distributed",  # ranks of a data-parallel job
+    "allocator_tunables": "seqmix.training.allocator:tunables",  # GLIBC_TUNABLES of a cluster job
+}
+
+
+def worker(name: str):
+    """The model-side object ``WORKERS[name]`` (a module, class or function)."""
+    try:
+        target = WORKERS[name]
+    except KeyError:
+        raise UnknownName(f"unknown worker {name!r}; known: {', '.join(sorted(WORKERS))}") from None
+    module, _, attr = target.partition(":")
+    obj = importlib.import_module(module)
+    return getattr(obj, attr) if attr else obj

@@ -47,6 +47,9 @@ from .io import checksum_path, read_json, recorded_digests, verify_checksum
 log = logging.getLogger("seqmix.results")
 
 STAGES = ("train", "evaluate", "diagnose")
+DEFAULT_STAGES = ("train", "evaluate")  # an experiment that names no ``stages:``
+# the columns that identify a leaf in every stage's summary row (seqmix.pipeline.stages.leaf_key)
+LEAF_KEY = ("id", "hash", "variant", "point", "sweep_value", "seed", "model")
 # the per-leaf marker each stage writes last
 LEAF_MARKERS = {"train": "train.done.json", "evaluate": "metrics.json", "diagnose": "diagnose.json"}
 # where the outputs of each artefact kind go, under the paper's directory ({name}: the artefact's name)

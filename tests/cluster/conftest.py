@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, copy_workflow  # noqa: F401  (re-exported to the cluster tests)
+from tests.conftest import ROOT, copy_workflow  # noqa: F401  (re-exported to the cluster tests)
 
 SCRIPT = ROOT / "scripts" / "slurm-local.sh"
 HOW = (
@@ -28,7 +28,7 @@ HOW = (
 
 
 def _sinfo_ok() -> bool:
-    from seqmix.dispatch import slurm_available
+    from seqmix.pipeline.dispatch import slurm_available
 
     return slurm_available()
 
@@ -65,7 +65,8 @@ def leaf_run_config(
     task_extra: dict | None = None,
 ) -> dict:
     """A cell run-config of the heads Exp. I with the given leaves (one per H), seed 0."""
-    from seqmix.config import cell_run_config, expand_cells, load_yaml
+    from seqmix.config.base import load_yaml
+    from seqmix.config.leaves import cell_run_config, expand_cells
 
     paper = load_yaml(ROOT / "config" / "papers" / "heads.yaml")
     exp = paper["experiments"]["exp1"]

@@ -10,9 +10,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))  # the library, also without an install
 
-from seqmix import artefacts as A
 from seqmix import results as layout
-from seqmix.config import ConfigError, cell_run_config, discover_papers, expand_cells, load_all
+from seqmix.config import artefacts as A
+from seqmix.config.base import ConfigError
+from seqmix.config.leaves import cell_run_config, expand_cells
+from seqmix.config.loading import discover_papers, load_all
 from seqmix.io import canonical_json
 from seqmix.training.allocator import apply_to_environ
 

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from .. import registry
-from ..graphs import source_softmax
+from ..ops.graphs import source_softmax
 from ..options import Opt, PosInt
 
 EPS = 1e-12

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import results as layout
-from ..claims_render import COUNT_COLUMNS, count_table
+from ..claims.render import COUNT_COLUMNS, count_table
 from ..io import write_text
 
 

@@ -14,8 +14,8 @@ class Task:
     d_out: int
     seq_len: int
     # The columns each stage adds to the experiment's summary.csv, as fnmatch patterns (``cos_z*``: one per
-    # layer), beside the leaf's own (seqmix.config_claims.LEAF_COLUMNS). Claims naming a column no stage
-    # declares are refused before any job (seqmix.config_claims.check_claim_columns).
+    # layer), beside the leaf's own (seqmix.config.claims.LEAF_COLUMNS). Claims naming a column no stage
+    # declares are refused before any job (seqmix.config.claims.check_claim_columns).
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def model_inputs(self) -> dict:

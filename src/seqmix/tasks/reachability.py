@@ -13,7 +13,7 @@ function of (n, p, L, eval_seed, eval_size), shared by every run with the same g
 (in memory, and on disk under ``$SEQMIX_DATA_CACHE`` when set, verified by a content hash).
 
 The loss mode is a task setting (``loss``, see ``reachability_losses``). Graph sampling and reachable sets
-live in ``seqmix.graphs`` (pure torch, shared with the theory); the metrics in ``reachability_metrics``.
+live in ``seqmix.ops.graphs`` (pure torch, shared with the theory); the metrics in ``reachability_metrics``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Annotated, ClassVar, Literal
 
 import torch
 
-from ..graphs import GraphBatch, lexmin, reachable_sets, sample_graphs
+from ..ops.graphs import GraphBatch, lexmin, reachable_sets, sample_graphs
 from ..options import NonNegInt, Opt, PosInt
 from ..registry import register_task
 from ..rng import counter_generator

@@ -12,7 +12,7 @@ from typing import Literal
 
 import torch
 
-from ..graphs import GraphBatch
+from ..ops.graphs import GraphBatch
 
 # the loss modes, once: the Literal types the task's `loss` option (its config schema), LOSSES the checks
 Loss = Literal["sup", "node", "e2e_cos", "e2e_ce", "composite_sup", "composite_node"]

@@ -15,7 +15,7 @@ import math
 import torch
 
 from ..capabilities import LayerwiseEdgeAttention
-from ..graphs import GraphBatch
+from ..ops.graphs import GraphBatch
 from ..rng import counter_generator
 from .reachability_losses import cosine, ideal_targets, supervision_loss
 

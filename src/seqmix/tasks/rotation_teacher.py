@@ -14,7 +14,7 @@ from typing import Annotated, ClassVar
 import torch
 
 from ..capabilities import InteractionOperator, SoleMixer
-from ..lowrank import optimal_mse
+from ..ops.lowrank import optimal_mse
 from ..options import NonNegInt, Opt, PosInt
 from ..registry import register_task
 from ..rng import counter_generator

@@ -33,7 +33,7 @@ AMP_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def _config_error(keypath: str, message: str, file: str = CONFIG_FILE) -> Exception:
-    from ..config_base import ConfigError
+    from ..config.base import ConfigError
 
     return ConfigError(file, keypath, message)
 

@@ -16,7 +16,7 @@ recomputes the rest in backward, which is the transposed solve and the softmax a
     dq_b = scale dlogit k_b ;  dk_b = scale dlogit^T q_b
 
 The forward runs the old path's ops in the same order (some in place, which keeps the values and drops
-temporaries), so s is bitwise the same; gradients agree to rounding (tests/unit/test_sessa_memory.py: 1e-10
+temporaries), so s is bitwise the same; gradients agree to rounding (tests/mixers/test_sessa_memory.py: 1e-10
 in float64; measured 1e-6 relative in float32 at the cpu scale's sizes). Transients beside the saved alpha:
 at most two T x T per sequence at a time (-B_fb or dB, and LAPACK's copy for the solve). Not twice
 differentiable (``once_differentiable``: a second derivative raises instead of silently missing the path

@@ -21,7 +21,7 @@ Memory: O(Nb d n (L/T + c T)) with c about 15 (one chunk's discretisation and st
 40 Nb L d n. Python steps: 3 L small in-place (Nb, d, n) updates (forward, recomputation, adjoint) where
 the reference takes about 2 sqrt(L) full-sized ones; each is 1-4 fused multiply-adds on contiguous time-major
 slabs (lean_steps.py). The discretisation follows the reference's order of operations with its helpers
-(``_phi1``, ``_exp``, ``_mul``); tests/unit/test_selective_scan_lean.py holds the two to 1e-10 in outputs and
+(``_phi1``, ``_exp``, ``_mul``); tests/ops/test_selective_scan_lean.py holds the two to 1e-10 in outputs and
 every gradient. Not twice differentiable (``once_differentiable``): nothing in seqmix needs it.
 """
 

@@ -19,7 +19,7 @@ runs the same arithmetic with im = 0, real B/C/B_bias skip their imaginary loads
 Accumulation is float32 (float64 for float64 inputs); inputs are read in their (common) dtype. L = 0 runs
 the reference (nothing to scan).
 
-Status: checked in Triton's CPU interpreter only (tests/unit/test_triton_scan.py), never compiled or timed on
+Status: checked in Triton's CPU interpreter only (tests/ops/test_triton_scan.py), never compiled or timed on
 a GPU. Known cost on a GPU: the backward's recomputed states go through global memory (the scratch, chunk + 1
 states per program, written and read once per step), and the B/C gradient partials are (Nb, L, G, blocks, n).
 """

@@ -15,7 +15,7 @@ cheap compared with a diagonal-A scan.
 Every exponent is a segment sum sum_{s < r <= t} dt_r A formed by adding the segment's own terms (``_segsum``),
 never as the difference cs_t - cs_s of two cumulative sums: after a few large steps (dt |A| up to 20) the
 cumulative sum is ~Q * 20, its float32 rounding (~1e-4) swamps a following run of small steps, and the
-gradient of A came out up to 17% wrong (tests/theory/test_ops_float32_steps.py). All exponents are <= 0,
+gradient of A came out up to 17% wrong (tests/ops/test_float32_steps.py). All exponents are <= 0,
 so nothing overflows.
 """
 

@@ -18,7 +18,7 @@ Inputs are padded in torch to a whole number of chunks with dt = 0 (decay 1, not
 need no time masks; L = 0 runs the reference (nothing to scan). The ``chunk`` argument is the checkpoint
 interval here (the reference's chunk size; either way it does not change the result).
 
-Status: checked in Triton's CPU interpreter only (tests/unit/test_triton_ssd.py), never compiled or timed on a
+Status: checked in Triton's CPU interpreter only (tests/ops/test_triton_ssd.py), never compiled or timed on a
 GPU. Known cost on a GPU: the padding copies, and the backward's recomputed states go through global memory
 (the scratch, chunk + 1 states per program). This is the sequential-scan design, not Mamba2's chunked
 matmul form: it does O(L P N) work per head like the recurrence, without tensor cores.

@@ -1,6 +1,6 @@
 """B2S6 paper ("Block-Biased Mamba for Long-Range Sequence Processing", Yu and Erichson 2025): its artefacts,
 declared in the ``artefacts:`` block of config/papers/b2s6.yaml. Each is ``fn(spec, out)`` (see
-seqmix.artefacts for the spec). Built: the synthetic experiments E1, E3, E4, E5, the schematics E10 and the
+seqmix.config.artefacts for the spec). Built: the synthetic experiments E1, E3, E4, E5, the schematics E10 and the
 theory checks of spec §4, E2 (S4D with tied B, C), E6 (Table 1, the sCIFAR ablation), E7-E8 (LRA Tables 2-4),
 E9 (the language model, Figure 7) and the diagnostics D1, D5; each experiment's artefacts are registered in
 its own block below."""

@@ -17,8 +17,8 @@ import numpy as np
 from ...io import read_json
 from ...report.tables import write_csv
 from ...results import is_done, leaf_marker
-from ...theory import b2s6 as th
 from . import checks
+from .theory import closed_forms as th
 
 
 def ratio_rows(st: dict) -> list[dict]:

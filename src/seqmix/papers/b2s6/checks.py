@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from ...mixers.ssm import B2S6, S4D, S6
 from ...ops import selective_scan as ss_ops
-from ...theory import b2s6 as th
+from .theory import closed_forms as th
 
 
 def _row(check: str, quantity: str, value: float, **extra) -> dict:

@@ -6,7 +6,7 @@ writes one row per (task, field): the value the config gives, the paper's printe
 ``lra_table4`` settings, the spec's copy of Table 4) and ``match`` (1/0), the cell-by-cell check
 that our paper-scale configs are the paper's Table 4. ``table4`` (table) pivots those rows into the paper's
 layout with p = #Features / h and the cells that differ from print. Edit a Table 4 setting of e7 and both
-change (tests/unit/test_b2s6_lra_tables.py), so the table and the runs cannot drift apart.
+change (tests/papers/b2s6/test_e7_tables.py), so the table and the runs cannot drift apart.
 
 Fields: Depth (model.n_layers), #Features (model.d_model), Norm (model.norm: BN / LN), Prenorm
 (model.prenorm), LR (train.lr), BS (train.batch), Epochs (train.steps / ceil(N_train / batch), N_train from

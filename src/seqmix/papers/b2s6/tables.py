@@ -16,7 +16,7 @@ import pandas as pd
 
 from ...report.stats import mean_std
 from ...report.tables import write_table
-from ...theory.b2s6 import loglog_slope
+from .theory.closed_forms import loglog_slope
 
 UNITS = {"s4d": "S4D", "s6": "S6", "b2s6": "B2S6 (block only)"}
 

@@ -1,7 +1,7 @@
 """Heads paper ("How Many Heads Make an SSM?", Ghodsi 2025): its artefacts, declared in the ``artefacts:``
-block of config/papers/heads.yaml. Each is ``fn(spec, out)`` (see seqmix.artefacts for the spec)."""
+block of config/papers/heads.yaml. Each is ``fn(spec, out)`` (see seqmix.config.artefacts for the spec)."""
 
-from . import analysis, figures, tables
+from . import _figure4, analysis, figures, tables
 
 ARTEFACTS = {
     "theory": analysis.theory,
@@ -12,5 +12,5 @@ ARTEFACTS = {
     "figure2": figures.figure2,
     "figure3_left": figures.figure3_left,
     "figure3_right": figures.figure3_right,
-    "figure4": figures.figure4,
+    "figure4": _figure4.figure4,
 }

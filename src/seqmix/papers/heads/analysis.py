@@ -31,8 +31,9 @@ def _grid(spec: dict, spec_n: int) -> tuple[list[int], list[int]]:
 
 
 def theory(spec: dict, out: Path) -> None:
+    from ...ops.lowrank import optimal_mse
     from ...tasks.rotation_teacher import lag_operators
-    from ...theory.heads import interaction_rank, optimal_mse, singular_values
+    from .theory.closed_forms import interaction_rank, singular_values
 
     st = spec["analysis"]["theory"]
     ns, ks = _grid(spec, st["spec_n"])
@@ -74,8 +75,8 @@ def spectrum(spec: dict, out: Path) -> None:
     """sigma_l and sigma_l / sigma_1 of the pair unfolding of each trained student's K_ij = sum_h
     alpha_ij^(h) V^(h) (float64), and of the teacher's."""
     from ...tasks.rotation_teacher import teacher_operator
-    from ...theory.heads import operator_spectrum
     from ...training.loop import load_trained
+    from .theory.closed_forms import operator_spectrum
 
     rows = []
     for leaf in spectrum_leaves(spec):

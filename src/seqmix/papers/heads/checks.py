@@ -22,7 +22,7 @@ def row(check: str, quantity: str, value: float, **params) -> dict:
 def check_t1(ns: list[int], restarts: int, context_ks: list[int]) -> list[dict]:
     """Thm 4.2: a single head cannot match the 90-degree rotation SSM: the probe minimum is exactly 1."""
     from ...tasks.rotation_teacher import lag_operators
-    from ...theory.heads import single_head_probe_min, single_head_probe_search
+    from .theory.closed_forms import single_head_probe_min, single_head_probe_search
 
     rows = [row("T1", "probe_min_closed_form", single_head_probe_min(lag_operators(2, n)), k=2, n=n) for n in ns]
     # the probe's targets are W(0) e_1 and W(1) e_1 whatever n: one search
@@ -46,7 +46,7 @@ def _construction_rows(k: int, n: int) -> list[dict]:
     rank-refined factorisation."""
     from ...mixers.factorized import FactorizedLinearAttention
     from ...tasks.rotation_teacher import RotationTeacher, lag_operators
-    from ...theory.heads import exact_construction, rank_refined_features, student_operator, toeplitz_operator
+    from .theory.closed_forms import exact_construction, rank_refined_features, student_operator, toeplitz_operator
 
     W = lag_operators(k, n)
     K = toeplitz_operator(W)
@@ -72,7 +72,7 @@ def _construction_rows(k: int, n: int) -> list[dict]:
 def _lag_only_rows(k: int, n: int) -> list[dict]:
     """T3 for one (k, n): Appendix A's translation-invariant features, complex r = k and real r = k."""
     from ...tasks.rotation_teacher import lag_operators, teacher_transition
-    from ...theory.heads import (
+    from .theory.closed_forms import (
         exact_construction,
         lag_only_coefficients,
         lag_only_features,
@@ -150,7 +150,7 @@ def highway_setup(d: int, seed: int):
 def check_t5(d: int, seed: int, epsilon: float, taus: list[int], gammas: list[float]) -> list[dict]:
     """Thm 5.1 (2): the attention Jacobian on the adversarial input stays at ||V||_2 at any distance; the
     model's attention weight against the corrected formula (pitfall P8) and the paper's."""
-    from ...theory.heads import highway_alpha_corrected, highway_alpha_paper, highway_gamma, highway_input
+    from .theory.closed_forms import highway_alpha_corrected, highway_alpha_paper, highway_gamma, highway_input
 
     head, u = highway_setup(d, seed)
     norm_v = float(torch.linalg.matrix_norm(head.V, ord=2))
@@ -194,8 +194,9 @@ def check_t6(ks: list[int], ns: list[int], random_subspaces: int, seed: int, min
     """The Eckart-Young optimum MSE*(H) for H < k: the largest gap of the top-H principal value subspace to
     it, and the smallest excess of random H-dimensional subspaces over it (trained students against it: the
     exp1-eckart-young claims)."""
+    from ...ops.lowrank import optimal_mse
     from ...tasks.rotation_teacher import lag_operators
-    from ...theory.heads import optimal_mse, projection_mse, subspace_basis
+    from .theory.closed_forms import projection_mse, subspace_basis
 
     rows = []
     g = torch.Generator().manual_seed(seed)

@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 
 from ...report.tables import write_csv
-from ._figure4 import figure4  # noqa: F401  (re-exported: one function per figure)
 
 # k = 8 is blue in the paper; orange and green for k = 4, 2 are the spec's choice (U-I-11)
 K_COLORS = {2: "tab:green", 4: "tab:orange", 8: "tab:blue"}

@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
-from ...theory import rotations_mixing as tm
 from ._rows import rng_for, row
+from .theory import mixing as tm
 
 Z_TOL = 5.0
 Z_NOTE = f"< {Z_TOL:g} Monte Carlo standard errors (|estimate - closed form| * sqrt(samples))"

@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from ...theory import rotations_scores as ts
 from ._checks_mixing import Z_NOTE
 from ._rows import rng_for, row
+from .theory import scores as ts
 
 
 def haar_scale(d: int) -> int:

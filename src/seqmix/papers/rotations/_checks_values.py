@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 
-from ...theory import rotations_scores as ts
-from ...theory import rotations_values as tv
 from ._checks_mixing import Z_NOTE
 from ._rows import rng_for, row
+from .theory import scores as ts
+from .theory import values as tv
 
 COV_NOTE = "< 4 in units of sqrt(d / samples) (sample-covariance error, relative to ||Delta||_op)"
 

@@ -1,4 +1,4 @@
-"""The artefacts of the derived diagnostics D4, D6-D8 of spec §3.6 (``fn(spec, out)``, see seqmix.artefacts).
+"""The artefacts of the derived diagnostics D4, D6-D8 of spec §3.6 (``fn(spec, out)``, see seqmix.config.artefacts).
 
 - ``d4_init_jacobians``: one block per mixer at random init (``diagnostics_init``), no training read;
 - ``d6_influence``, ``d7_routing``, ``d8_gradient_flow``: every trained E1/E2 leaf the artefact reads

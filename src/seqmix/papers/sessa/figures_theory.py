@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .theory_d_kernels import d1_curves, d5_curves
-from .theory_rows import semilog_slope, slope
+from .theory_checks_d import d1_curves, d5_curves
+from .theory_checks_rows import semilog_slope, slope
 
 GAMMA_COLORS = {0.3: "tab:green", 0.5: "tab:blue", 0.7: "tab:purple", 0.9: "tab:red"}
 BETA_STYLES = ["-", "--", "-.", ":"]

@@ -3,8 +3,7 @@
 ``spec`` holds only paper, scale, name, paper_dir, inputs ({summaries, leaves, artefacts}: paths), resolved
 (the leaf configs of the experiments it reads), analysis (its keys of the paper's ``analysis:`` block) and
 reported (the claims' ``reported`` values it shows); ``out`` is the directory it writes into. What each
-artefact reads and writes is declared in config/papers/superposition.yaml (``artefacts:``; the block is kept
-beside this file as ARTEFACTS.yaml).
+artefact reads and writes is declared in config/papers/superposition.yaml (``artefacts:``), its only copy.
 """
 
 from __future__ import annotations

@@ -32,38 +32,38 @@ def paper_setting(spec: dict) -> dict:
 
 def closed_forms(q: Quantities, s: dict) -> None:
     """E10 closed forms at k_c = np^c (Lemmas 18/27, Prop. 1, T1, Lemma 20/App. H, phase thresholds)."""
-    from ...theory import superposition as T
+    from .theory import closed_forms as CF
 
     np_, n, p, d = s["np"], s["n"], s["p"], s["d"]
     ks = [np_**c for c in range(s["depth"] + 2)]
     for c in range(s["depth"] + 1):
         k, K = ks[c], ks[c + 1]
-        q.add(f"alpha_star_c{c}", T.alpha_star(k, K))
-        q.add(f"cos_at_alpha_star_c{c}", T.cos_step(T.alpha_star(k, K), k, K))
-        q.add(f"cos_at_zero_c{c}", T.cos_step(0.0, k, K))
-        q.add(f"cos_at_8.7_c{c}", T.cos_step(8.7, k, K))  # the paper's trained α ≈ 8.7
-        q.add(f"cos_d1_at_alpha_star_c{c}", T.cos_step_d1(T.alpha_star(k, K), k, K))
+        q.add(f"alpha_star_c{c}", CF.alpha_star(k, K))
+        q.add(f"cos_at_alpha_star_c{c}", CF.cos_step(CF.alpha_star(k, K), k, K))
+        q.add(f"cos_at_zero_c{c}", CF.cos_step(0.0, k, K))
+        q.add(f"cos_at_8.7_c{c}", CF.cos_step(8.7, k, K))  # the paper's trained α ≈ 8.7
+        q.add(f"cos_d1_at_alpha_star_c{c}", CF.cos_step_d1(CF.alpha_star(k, K), k, K))
     # Lemma 27 curvature at a frontier that doubles (k, 2k) and one that does not (7, 15)
     for k, K in ((1, 2), (4, 8), (7, 15)):
-        q.add(f"curv_numeric_k{k}_K{K}", T.curvature_numeric(k, K))
-        q.add(f"curv_corrected_k{k}_K{K}", T.curvature_corrected(k, K))
-        q.add(f"curv_paper_k{k}_K{K}", T.curvature_paper(k, K))
-    q.add("prop1_ceiling_np2", T.prop1_ceiling(2))
-    q.add("prop1_ceiling_np4", T.prop1_ceiling(4))
+        q.add(f"curv_numeric_k{k}_K{K}", CF.curvature_numeric(k, K))
+        q.add(f"curv_corrected_k{k}_K{K}", CF.curvature_corrected(k, K))
+        q.add(f"curv_paper_k{k}_K{K}", CF.curvature_paper(k, K))
+    q.add("prop1_ceiling_np2", CF.prop1_ceiling(2))
+    q.add("prop1_ceiling_np4", CF.prop1_ceiling(4))
     q.add("T1_cascade_2^-1/2", 2**-0.5)
     q.add("T1_e2e_2^-3/2", 2**-1.5)
     for D, npp in ((3, 2), (4, 2), (4, 4), (5, 2)):  # Prop. 7 attenuation on a grid of depths and np
         for c in range(D - 1):
-            q.add(f"e2e_factor_D{D}_np{npp:g}_c{c}", T.e2e_attenuation(npp, D, c))
+            q.add(f"e2e_factor_D{D}_np{npp:g}_c{c}", CF.e2e_attenuation(npp, D, c))
     for k in (1, 2, 4, 8):
-        q.add(f"ladder_gamma_k{k}", T.ladder_gamma(d, k, 2 * (n - 1), 0.1))
-    q.add("gamma_sat_k4", T.gamma_sat(d, 4, n))
-    q.add("gamma_sat_k8", T.gamma_sat(d, 8, n))
-    q.add(f"hessian_gap_bound_n{n}_d{d}", T.hessian_gap_bound(d, n))
+        q.add(f"ladder_gamma_k{k}", CF.ladder_gamma(d, k, 2 * (n - 1), 0.1))
+    q.add("gamma_sat_k4", CF.gamma_sat(d, 4, n))
+    q.add("gamma_sat_k8", CF.gamma_sat(d, 8, n))
+    q.add(f"hessian_gap_bound_n{n}_d{d}", CF.hessian_gap_bound(d, n))
     q.add(f"diag_advantage_theta_n{n}_p{p:g}", n**1.5 / p)
     q.add("depth_advantage_D3", n * 3 / np_**2)
     q.add("depth_advantage_D4", n * 4 / np_**3)
-    b_one, b_three = T.phase_betas(np_, s["depth"], np_ ** (s["depth"] - 1))
+    b_one, b_three = CF.phase_betas(np_, s["depth"], np_ ** (s["depth"] - 1))
     q.add(f"beta_I_D{s['depth']}_np{np_:g}", b_one)
     q.add(f"beta_III_D{s['depth']}_np{np_:g}", b_three)
     q.add(f"expected_edges_n{n}_p{p:g}", n * (n - 1) * p)
@@ -73,7 +73,7 @@ def mobius_algebra(q: Quantities, s: dict) -> None:
     """Prop. 2/3: on {A = 0} every step gets α* at once; Lemma 29's dL/dt against autograd."""
     import torch
 
-    from ...theory import superposition as T
+    from .theory import reduced as T
 
     kt = torch.tensor([s["np"] ** c for c in range(s["depth"])], dtype=torch.float64)
     Kt = kt * s["np"]

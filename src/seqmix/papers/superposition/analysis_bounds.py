@@ -14,7 +14,7 @@ from .quantities import Quantities
 
 def _lemma12(q: Quantities, spec: dict) -> list[dict]:
     """Lemma 12 (softmax saturation) on random and adversarial instances."""
-    from ...theory import superposition_bounds as SB
+    from .theory import bounds as SB
 
     sat = SB.softmax_saturation(setting(spec, "lemma12"))
     for key in ("random_mass_ratio", "random_cross_ratio", "random_restricted_ratio", "adversarial_cross_ratio"):
@@ -26,7 +26,7 @@ def _lemma12(q: Quantities, spec: dict) -> list[dict]:
 
 def _lemma11(q: Quantities, spec: dict, s: dict) -> list[dict]:
     """Lemma 11's frontier tail bound at the paper's (n, p, depth), where it is informative (bound < 1)."""
-    from ...theory import superposition_bounds as SB
+    from .theory import bounds as SB
 
     tail = SB.frontier_tail(s["n"], s["p"], s["depth"], setting(spec, "lemma11"))
     informative = [r for r in tail if r["informative"]]
@@ -38,7 +38,7 @@ def _lemma11(q: Quantities, spec: dict, s: dict) -> list[dict]:
 def _prop3(q: Quantities, spec: dict, s: dict) -> None:
     """Prop. 3(i): the Step 3 expansion at the paper's α ≈ 8.7 with the paper's and the corrected curvature,
     and the quadratic floor over random Möbius parameters."""
-    from ...theory import superposition_bounds as SB
+    from .theory import bounds as SB
 
     ks = [s["np"] ** c for c in range(s["depth"] + 1)]
     for c in range(s["depth"]):
@@ -54,8 +54,8 @@ def _flow(q: Quantities, spec: dict, s: dict) -> list[dict]:
     """Lemma 31's κ against finite differences; Lemmas 30/31 along a gradient flow of the Möbius loss."""
     import torch
 
-    from ...theory import superposition as T
-    from ...theory import superposition_bounds as SB
+    from .theory import bounds as SB
+    from .theory import reduced as T
 
     k = torch.tensor([s["np"] ** c for c in range(s["depth"])], dtype=torch.float64)
     K = s["np"] * k
@@ -76,7 +76,7 @@ def _flow(q: Quantities, spec: dict, s: dict) -> list[dict]:
 def _lemma9(q: Quantities, spec: dict, s: dict) -> list[dict]:
     """Lemma 9: λ_min of the population Hessian at W* = γ I over the bound, exactly (every graph at
     ``hessian_exact_n``) and by Monte Carlo at ``hessian_mc_n``."""
-    from ...theory import superposition_wemb as W
+    from .theory import wemb as W
 
     args = (s["np"], s["depth"], s["d"])
     hs = [

@@ -22,7 +22,7 @@ def mobius(q: Quantities, spec: dict, s: dict, out: Path) -> None:
     -> mobius_summary.csv (one row per form and init), mobius_trace.csv (A, B, loss every 100 steps)."""
     import torch
 
-    from ...theory import superposition as T
+    from .theory import reduced as T
 
     inits = torch.cat([torch.tensor([T.SPEC_INIT], dtype=torch.float64), T.mobius_inits(GENERIC_INITS)])
     labels = ["spec-init"] + [f"generic-{i}" for i in range(GENERIC_INITS)]
@@ -69,7 +69,7 @@ def gradient_law(q: Quantities, spec: dict, out: Path) -> None:
     """E6: R_c = |∂L_e2e/∂β_c| / |∂L_c/∂β_c| on the reduced model over (np, depth) with np^L <= n^0.8 (the
     tree-like regime), at uniform and ideal attention; slope of log10 R on (L - 1 - c) log10 np (Prop. 7:
     -1/2). -> gradlaw.csv."""
-    from ...theory import superposition as T
+    from .theory import reduced as T
 
     n, batch = setting(spec, "gl_n"), setting(spec, "gl_batch")
     rows = []
@@ -89,7 +89,7 @@ def gradient_law(q: Quantities, spec: dict, out: Path) -> None:
 def conjecture_d(q: Quantities, spec: dict, s: dict, out: Path) -> None:
     """E7 (App. H.5): R(γ) = ||∇_off|| / ||∇_diag|| along W^emb = γ(I - J/n); the fraction of points whose
     largest R over layers is < 1. -> conjd.csv."""
-    from ...theory import superposition_wemb as W
+    from .theory import wemb as W
 
     rows = W.conjecture_d(setting(spec, "conjd"), n=s["n"], np_=s["np"], L=s["depth"], d=s["d"])
     write_csv(out / "conjd.csv", rows)
@@ -102,7 +102,7 @@ def conjecture_d(q: Quantities, spec: dict, s: dict, out: Path) -> None:
 
 def diagonal_advantage(q: Quantities, spec: dict, s: dict) -> None:
     """App. H.1: the population gradient of L_sup at W^emb = 0 favours the diagonal."""
-    from ...theory import superposition_wemb as W
+    from .theory import wemb as W
 
     da = W.diagonal_advantage(n=s["n"], np_=s["np"], L=s["depth"], d=s["d"], batches=setting(spec, "diag_batches"))
     q.add("diag_adv_signed_ratio", da["signed_ratio"])
@@ -113,7 +113,7 @@ def diagonal_advantage(q: Quantities, spec: dict, s: dict) -> None:
 def ladder(q: Quantities, spec: dict, s: dict, out: Path) -> None:
     """E11 (no paper numbers): selectivity S_c and cos(z_{c+1}) against one shared β on the reduced model;
     β*_c (first β with S_c >= 0.9) must grow with c, like sqrt(k_c). -> ladder.csv."""
-    from ...theory import superposition as T
+    from .theory import reduced as T
 
     grid = setting(spec, "ladder_betas")
     betas = np.geomspace(grid["start"], grid["stop"], grid["num"])

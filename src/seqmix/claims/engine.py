@@ -1,0 +1,143 @@
+"""The claims engine: the papers' numbers and statements beside ours, with an honest verdict.
+
+A claim (in ``config/papers/<paper>.yaml``) names where our value comes from (``ours``: a summary table
+under ``results/<scale>/<paper>/<table>/summary.csv``, a metric, a row filter, an aggregate over seeds) and a
+check:
+
+- ``within``: our value lies in [lo, hi], or within rtol/atol of ``target`` (default: the reported value);
+- ``ordering``: the series of our values over ``order`` is monotone (``direction``), with a relative slack;
+- ``slope``: the least-squares slope of our series (log10 of it with ``logy``, against log10 x with
+  ``logx``; natural logs with ``log_base: e``) lies in [lo, hi]; with ``relative_to`` the slope is first
+  divided by the aggregate of another metric over the same rows (e.g. a decay rate ln rho(A)), and with
+  ``min_r2`` the fit must also reach that coefficient of determination;
+- ``threshold``: our value compares to ``value`` by ``op``.
+
+A selection with ``over`` is a series; ``ratio_to`` divides it pointwise by a second selection's series,
+and ``reduce: min|max`` turns it into one value for ``within``/``threshold`` (e.g. "attention above the
+SSM at every T": the smallest attention/SSM ratio over T exceeds 1).
+
+Keys of a claim besides its selection and check:
+
+- ``kind``: ``reproduction`` (our measurement against the paper's number or ordering), ``derived`` (our
+  measurement against a law we or the spec derived, said so) or ``consistency`` (an identity, or a formula
+  evaluated against itself: a unit test of the code, never evidence). Default from ``source``: paper ->
+  reproduction, spec-derived -> derived, closed-form -> consistency. Set it where they disagree (e.g. a
+  paper-labelled statement that is an identity is ``kind: consistency``); ``reproduction`` needs
+  ``source: paper`` (seqmix.config.claims.validate_claim).
+- ``by_construction: "<reason>"``: the claim holds for any data of the right shape (e.g. a ratio fixed by
+  zero row sums); it is still checked, but shown as "holds (by construction: <reason>)" and counted apart,
+  never as evidence.
+- ``seeds``: the seeds our value needs. An int is a minimum count of distinct seeds; a list names the
+  seeds (only those rows are read, and every one must be there); by default every seed that the table
+  holds (within a ``seed`` that ``where`` pins) is needed, so a mean "over seeds" is never over a subset.
+  Each row shows 'had/needed' for its worst point ("2/3"); '—' for tables without a seed column.
+
+Verdicts (claims_checks.VERDICTS): holds / differs / invalid / not run / not expected at this scale.
+
+- "not run": results are missing: a file or column, a value listed in ``where`` (a list of wanted
+  members) with no rows ("missing variant=c", along a series "missing variant=b at T=2"), or fewer seeds
+  than needed ("2 of 3 seeds (missing seed 44)").
+- "invalid": results exist but cannot be judged: a NaN/Inf in any row a check reads (the rows named), a
+  geomean or log of values <= 0, a zero denominator (``ratio_to``, ``relative_to``). Never turned into a
+  number that a check could pass.
+- "not expected at this scale": the scale is not in ``expected_at`` (our value and what it would give are
+  still shown). "not run" and "invalid" win over it.
+
+Only ``consistency`` claims are required to hold by ``make test`` (they test the code); reproduction and
+derived claims are reported as they come out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .checks import (
+    CONSISTENCY,
+    DERIVED,
+    DIFFERS,
+    HOLDS,
+    INVALID,
+    KIND_OF_SOURCE,
+    KINDS,
+    NO_SEEDS,
+    NOT_EXPECTED,
+    NOT_RUN,
+    REPRODUCTION,
+    VERDICTS,
+    ClaimResult,
+    InvalidInput,
+    MissingResults,
+    claim_kind,
+    run_check,
+)
+from .render import COLUMNS, to_frame, write_claims, write_counts
+from .select import _aggregate, load_table, read_ours, read_reference, read_selection
+
+__all__ = [
+    "CONSISTENCY",
+    "COLUMNS",
+    "DERIVED",
+    "DIFFERS",
+    "HOLDS",
+    "INVALID",
+    "KINDS",
+    "KIND_OF_SOURCE",
+    "NOT_EXPECTED",
+    "NOT_RUN",
+    "REPRODUCTION",
+    "VERDICTS",
+    "ClaimResult",
+    "InvalidInput",
+    "MissingResults",
+    "_aggregate",
+    "claim_kind",
+    "evaluate_claim",
+    "evaluate_claims",
+    "load_table",
+    "read_ours",
+    "read_reference",
+    "run_check",
+    "to_frame",
+    "write_claims",
+    "write_counts",
+]
+
+
+def _check_text(check: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in check.items() if k != "kind").join((f"{check['kind']}(", ")"))
+
+
+def evaluate_claim(claim: dict, results_dir: Path, scale: str) -> ClaimResult:
+    base = dict(
+        id=claim["id"],
+        source=claim["source"],
+        artefact=claim["artefact"],
+        statement=claim["statement"],
+        reported=claim.get("reported"),
+        check=_check_text(claim["check"]),
+        expected_at=claim["expected_at"],
+        kind=claim_kind(claim),
+        by_construction=claim.get("by_construction") or "",
+    )
+    sel, declared = claim["ours"], claim.get("seeds")
+    ours, seeds = None, NO_SEEDS
+    try:
+        ours, seeds = read_selection(sel, results_dir, declared)
+        ref = None
+        if claim["check"].get("relative_to") is not None:
+            ref = read_reference(sel, claim["check"]["relative_to"], results_dir, declared)
+        ok, detail = run_check(claim["check"], ours, claim.get("reported"), ref, axis=sel.get("over") or "x")
+    except MissingResults as e:
+        return ClaimResult(ours=ours, verdict=NOT_RUN, detail=str(e), seeds=e.seeds if ours is None else seeds, **base)
+    except InvalidInput as e:
+        return ClaimResult(ours=ours, verdict=INVALID, detail=str(e), seeds=seeds, **base)
+    if scale not in claim["expected_at"]:
+        verdict = NOT_EXPECTED
+        detail = f"{detail} (would {'hold' if ok else 'differ'})"
+    else:
+        verdict = HOLDS if ok else DIFFERS
+    return ClaimResult(ours=ours, verdict=verdict, detail=detail, seeds=seeds, **base)
+
+
+def evaluate_claims(claims: list[dict], results_dir: Path, scale: str) -> list[ClaimResult]:
+    return [evaluate_claim(c, results_dir, scale) for c in claims]

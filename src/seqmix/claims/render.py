@@ -1,0 +1,194 @@
+"""The claims engine's outputs: ``results/<paper>/claims.csv`` and ``claims.md`` (led by the verdict counts
+per kind and source, reproduction first), and the counts of every paper in one file
+(``python -m seqmix claims-summary``, e.g. docs/measured/claims_counts.md) that the README shows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..io import write_text
+from .checks import HOLDS, KIND_OF_SOURCE, KINDS, NOT_EXPECTED, NOT_RUN, VERDICTS, ClaimResult
+
+COLUMNS = (
+    "id",
+    "kind",
+    "source",
+    "by_construction",
+    "artefact",
+    "statement",
+    "paper_value",
+    "our_value",
+    "check",
+    "scale",
+    "seeds",
+    "verdict",
+    "detail",
+    "commit",
+)
+BY_CONSTRUCTION = "holds by construction"  # a count column: held, but for any data of the right shape
+COUNT_COLUMNS = (HOLDS, BY_CONSTRUCTION) + tuple(v for v in VERDICTS if v != HOLDS)
+SOURCES = tuple(KIND_OF_SOURCE)
+KIND_TEXT = {
+    "reproduction": "our measurement against the paper's number or ordering",
+    "derived": "our measurement against a law we or the spec derived (not the paper's number)",
+    "consistency": "an identity or a formula against itself: a unit test of the code, not evidence",
+}
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, list) and v and isinstance(v[0], tuple):
+        return ", ".join(f"{x}: {y:.3g}" for x, y in v)
+    if isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v):
+        return f"{v[0]} ± {v[1]}"
+    return str(v)
+
+
+def to_frame(results: list[ClaimResult], scale: str, commit: str = "unknown") -> pd.DataFrame:
+    # explicit columns: a paper without claims still gets a claims.csv with a header (report/index.py reads it)
+    rows = [
+        {
+            "id": r.id,
+            "kind": r.kind,
+            "source": r.source,
+            "by_construction": r.by_construction,
+            "artefact": r.artefact,
+            "statement": r.statement,
+            "paper_value": _fmt(r.reported),
+            "our_value": _fmt(r.ours),
+            "check": r.check,
+            "scale": scale,
+            "seeds": r.seeds,
+            "verdict": r.verdict,
+            "detail": r.detail,
+            "commit": commit,
+        }
+        for r in results
+    ]
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def count_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Verdict counts per (kind, source) of a claims frame, kinds in KINDS order; a claim that holds by
+    construction counts under BY_CONSTRUCTION, not under holds. Older claims.csv files without a kind
+    column get the default of their source."""
+    df = df.copy()
+    if "kind" not in df.columns:
+        df["kind"] = df["source"].map(KIND_OF_SOURCE)
+    by_con = df["by_construction"].fillna("").astype(str) if "by_construction" in df.columns else ""
+    df["counted"] = df["verdict"].where(~((df["verdict"] == HOLDS) & (by_con != "")), BY_CONSTRUCTION)
+    rows = []
+    for kind in KINDS:
+        for source in SOURCES:
+            part = df[(df["kind"] == kind) & (df["source"] == source)]
+            if part.empty:
+                continue
+            counts = {c: int((part["counted"] == c).sum()) for c in COUNT_COLUMNS}
+            rows.append({"kind": kind, "source": source, **counts, "total": len(part)})
+    return pd.DataFrame(rows, columns=["kind", "source", *COUNT_COLUMNS, "total"])
+
+
+def _md_table(df: pd.DataFrame) -> list[str]:
+    cells = [[str(c) for c in df.columns]] + [[str(v) for v in row] for row in df.itertuples(index=False)]
+    esc = [[c.replace("|", "\\|").replace("\n", " ") for c in row] for row in cells]
+    head = ["| " + " | ".join(esc[0]) + " |", "|" + "---|" * len(esc[0])]
+    return head + ["| " + " | ".join(r) + " |" for r in esc[1:]]
+
+
+def _verdict_cell(r: pd.Series) -> str:
+    if r["verdict"] in (NOT_RUN, "invalid"):
+        return f"**{r['verdict']}**: {r['detail']}"
+    if r["by_construction"]:
+        return f"**{r['verdict']}** (by construction: {r['by_construction']})"
+    return f"**{r['verdict']}**"
+
+
+def write_claims(
+    results: list[ClaimResult], md_path: Path, csv_path: Path, paper: str, scale: str, commit: str = "unknown"
+) -> None:
+    df = to_frame(results, scale, commit)
+    write_text(csv_path, df.to_csv(index=False))
+    totals = {v: int((df["verdict"] == v).sum()) for v in VERDICTS}
+    lines = [
+        f"# Claims of `{paper}` at scale `{scale}`",
+        "",
+        f"Commit `{commit}`. Each row: a number or statement (source: the paper itself, a value the spec derived "
+        "(never the paper's), or a closed-form identity), our value, the seeds it had of those it needs, the check "
+        "and its verdict. Kinds: " + "; ".join(f"**{k}**: {t}" for k, t in KIND_TEXT.items()) + ".",
+        "",
+        "Verdicts: " + ", ".join(f"{k}: {v}" for k, v in totals.items()),
+        "",
+        *_md_table(count_table(df)),
+    ]
+    header = ["claim", "source", "artefact", "statement", "paper value", "our value", "seeds", "check", "verdict"]
+    for kind in KINDS:
+        part = df[df["kind"] == kind]
+        if part.empty:
+            continue
+        lines += ["", f"## {kind.capitalize()}: {KIND_TEXT[kind]}", ""]
+        rows = [
+            [
+                r["id"],
+                r["source"],
+                r["artefact"],
+                r["statement"],
+                r["paper_value"],
+                r["our_value"],
+                r["seeds"],
+                r["check"] if r["verdict"] in (NOT_RUN, "invalid") else f"{r['check']}: {r['detail']}",
+                _verdict_cell(r),
+            ]
+            for _, r in part.iterrows()
+        ]
+        lines += _md_table(pd.DataFrame(rows, columns=header))
+    write_text(md_path, "\n".join(lines) + "\n")
+
+
+def write_counts(results_dir: Path, out: Path, command: str) -> pd.DataFrame:
+    """Per paper (every ``<results_dir>/<paper>/claims.csv``) and kind the verdict counts, with the scale
+    and commit the claims.csv records, written to ``out`` as markdown marked generated by ``command``."""
+    frames = []
+    for csv in sorted(Path(results_dir).glob("*/claims.csv")):
+        df = pd.read_csv(csv, keep_default_na=False)
+        counts = count_table(df)
+        commits = sorted(set(df["commit"])) if "commit" in df.columns else []
+        counts.insert(0, "commit", ", ".join(c[:12] for c in commits) or "unknown")
+        counts.insert(0, "scale", ", ".join(sorted(set(df["scale"]))) if len(df) else "—")
+        counts.insert(0, "paper", csv.parent.name)
+        frames.append(counts)
+    if not frames:
+        raise FileNotFoundError(f"no <paper>/claims.csv under {results_dir}")
+    table = pd.concat(frames, ignore_index=True)
+    lines = [
+        f"<!-- Generated by `{command}` from {results_dir}/<paper>/claims.csv. Regenerate; do not edit. -->",
+        "# Claim verdicts per paper and kind",
+        "",
+        "Only **reproduction** verdicts are evidence about the papers. "
+        + "; ".join(f"**{k}**: {t}" for k, t in KIND_TEXT.items())
+        + f". '{BY_CONSTRUCTION}' counts claims that hold for any data of the right shape; "
+        f"'{NOT_EXPECTED}': the scale is below the one the claim needs.",
+        "",
+        *_md_table(table),
+    ]
+    write_text(out, "\n".join(lines) + "\n")
+    return table
+
+
+def export_claims(results_dir: Path, paper: str, out: Path, command: str) -> int:
+    """Copy ``<results_dir>/<paper>/claims.md`` (the claims step's own table, which names its scale and commit)
+    to ``out`` under a header marking it generated by ``command``: how a long run's verdicts get into the docs
+    without a hand edit. Returns the number of claim rows."""
+    src = Path(results_dir) / paper / "claims.md"
+    csv = Path(results_dir) / paper / "claims.csv"
+    if not src.exists() or not csv.exists():
+        raise FileNotFoundError(f"{src}: no claims of {paper!r} under {results_dir} (run its DAG first)")
+    n = len(pd.read_csv(csv, keep_default_na=False))
+    header = f"<!-- Generated by `{command}` from {src}. Regenerate; do not edit. -->"
+    write_text(out, header + "\n" + src.read_text())
+    return n

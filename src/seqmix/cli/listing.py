@@ -1,0 +1,165 @@
+"""``seqmix list [papers|experiments|mixers|tasks|models]``: what a config can name, as markdown tables;
+``seqmix validate``: the configs checked as the Snakefile checks them.
+
+- papers: the paper configs (``config/papers/<paper>.yaml``) with their title, experiments, artefacts, claims;
+- experiments: per paper, each experiment's stages, variants, leaves and cells (jobs) at the scale given
+  (default: ``scale`` of ``config/config.yaml``);
+- mixers, tasks, models: every registered name (seqmix's own and other packages' entry points) with its
+  options, read from the schema generated from the constructor (``seqmix.options``): type, bounds, default.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..options import INT_OPTION_MAX
+
+WHAT = ("papers", "experiments", "mixers", "tasks", "models")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    sp = sub.add_parser("list", help="list papers, experiments (with cells per scale), mixers, tasks or models")
+    sp.set_defaults(fn=cmd_list)
+    sp.add_argument("what", nargs="?", choices=WHAT, default="papers")
+    sp.add_argument("--root", default=".", help="the repository root (config/ lives there)")
+    sp.add_argument("--config", default="config/config.yaml", help="the global config (its scale is the default)")
+    sp.add_argument("--scale", choices=("tiny", "cpu", "paper"), help="count experiments' cells at this scale")
+    sp.add_argument("--paper", help="experiments of this paper only")
+    sp = sub.add_parser("validate", help="validate the configs (what the Snakefile does before any job)")
+    sp.set_defaults(fn=cmd_validate)
+    sp.add_argument("--config", default="config/config.yaml", help="the global config")
+    sp.add_argument("--root", default=".", help="the repository root (config/ lives there)")
+    sp.add_argument("--scale", choices=("tiny", "cpu", "paper"), help="validate this scale (default: the config's)")
+
+
+def cmd_list(args) -> None:
+    from ..config.base import ConfigError
+
+    try:
+        table = TABLES[args.what](args)
+    except ConfigError as e:
+        raise SystemExit(f"config error: {e}") from None
+    print(markdown(table))
+
+
+def cmd_validate(args):
+    """Validate config/config.yaml and the papers' configs (what the Snakefile does before any job)."""
+    from ..config.base import ConfigError, load_yaml
+    from ..config.loading import load_all
+
+    cfg = load_yaml(args.config)
+    if args.scale:
+        cfg["scale"] = args.scale
+    try:
+        load_all(cfg, args.root, args.config)
+    except ConfigError as e:
+        raise SystemExit(f"config error: {e}") from None
+    print("config ok")
+
+
+def markdown(rows: list[dict]) -> str:
+    """A markdown table (pandas + tabulate); a ``|`` inside a cell (``||dy/dx||``) is escaped."""
+    import pandas as pd
+
+    if not rows:
+        return "(none)"
+    escaped = [{k: v.replace("|", "\\|") if isinstance(v, str) else v for k, v in r.items()} for r in rows]
+    return pd.DataFrame(escaped).to_markdown(index=False, disable_numparse=True)
+
+
+def _scale(args) -> str:
+    from ..config.base import load_yaml
+
+    return args.scale or load_yaml(Path(args.root) / args.config)["scale"]
+
+
+def _papers(args) -> dict[str, dict]:
+    from ..config.loading import discover_papers, load_paper
+
+    chosen = [args.paper] if getattr(args, "paper", None) else discover_papers(args.root)
+    return {p: load_paper(Path(args.root) / "config" / "papers" / f"{p}.yaml", _scale(args)) for p in chosen}
+
+
+def papers_table(args) -> list[dict]:
+    return [
+        {
+            "paper": p,
+            "title": cfg.get("title", ""),
+            "experiments": len(cfg.get("experiments", {})),
+            "artefacts": len(cfg.get("artefacts", {})),
+            "claims": len(cfg.get("claims", [])),
+        }
+        for p, cfg in _papers(args).items()
+    ]
+
+
+def experiments_table(args) -> list[dict]:
+    from ..config.artefacts import stages_of
+    from ..config.leaves import expand_cells, scale_variants
+
+    scale, rows = _scale(args), []
+    for p, cfg in _papers(args).items():
+        cells = expand_cells(p, cfg, scale)
+        for name, exp in cfg.get("experiments", {}).items():
+            mine = [leaves for (e, _), leaves in cells.items() if e == name]
+            rows.append(
+                {
+                    "paper": p,
+                    "experiment": name,
+                    "stages": " -> ".join(stages_of(cfg, name)),
+                    "variants": len(scale_variants(exp, scale)),
+                    f"leaves ({scale})": sum(len(leaves) for leaves in mine),
+                    f"cells ({scale})": len(mine),
+                    "description": " ".join(str(exp.get("description", "")).split()),
+                }
+            )
+    return rows
+
+
+def components_table(kind: str) -> list[dict]:
+    from .. import registry
+    from ..options import component_options, options_schema
+
+    rows = []
+    for name in registry.names(kind):
+        cls = registry.get(kind, name)
+        schema, inner = options_schema(cls), component_options(cls)
+        required = set(schema.get("required", []))
+        options = [describe_option(o, s, o in required, inner.get(o)) for o, s in schema["properties"].items()]
+        preset_of = cls.__mro__[1] if "fixed_options" in cls.__dict__ else cls  # mixers.base.register_preset
+        rows.append({kind: name, "from": preset_of.__module__, "options": "; ".join(options) or "(none)"})
+    return rows
+
+
+def describe_option(name: str, schema: dict, required: bool, component: str | None = None) -> str:
+    """``heads: integer >= 1 = 4`` from one property of a generated options schema; an option whose value
+    names a registered component (a model's ``mixer``) reads ``mixer: a mixer {name, options}``."""
+    kind = f"a {component} {{name, options}}" if component else _type_of(schema)
+    bounds = [
+        f"{op} {schema[key]}"
+        for key, op in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("exclusiveMaximum", "<"))
+        if key in schema and not (key == "maximum" and schema[key] == INT_OPTION_MAX)  # the generic sanity cap
+    ]
+    text = f"{name}: {' '.join([kind] + bounds)}"
+    if required:
+        return text + " (required)"
+    return text + (f" = {schema['default']}" if "default" in schema else "")
+
+
+def _type_of(schema: dict) -> str:
+    if "enum" in schema:
+        return "{" + ", ".join(map(str, schema["enum"])) + "}"
+    if "anyOf" in schema:
+        return " or ".join(_type_of(s) for s in schema["anyOf"])
+    t = schema.get("type", "any")
+    return " or ".join(t) if isinstance(t, list) else t
+
+
+TABLES = {
+    "papers": papers_table,
+    "experiments": experiments_table,
+    "mixers": lambda args: components_table("mixer"),
+    "tasks": lambda args: components_table("task"),
+    "models": lambda args: components_table("model"),
+}

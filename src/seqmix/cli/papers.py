@@ -1,0 +1,125 @@
+"""``seqmix artefact|claims|claims-summary|claims-export|report-index``: a paper's tables, figures and
+analyses, its verdicts, and the documents made from them."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from ..pipeline.runner import setup
+from .common import command
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    sp = command(sub, "artefact", cmd_artefact, "render one table, figure or analysis of a paper")
+    sp.add_argument("--run", required=True, help="the artefact's run spec JSON (it names the paper and artefact)")
+    sp.add_argument("--out", required=True, help="the directory it writes into")
+    sp.add_argument("--html", help="also render the written CSV --html-from as this HTML page (for the report)")
+    sp.add_argument("--html-from", help="the written CSV (a file name in --out) that --html renders")
+    sp = command(sub, "claims", cmd_claims, "check the paper's claims against our results")
+    sp.add_argument("--run", required=True, help="the claims step's run spec JSON")
+    sp.add_argument("--out-md", required=True, help="the verdicts as markdown")
+    sp.add_argument("--out-csv", required=True, help="the verdicts as CSV")
+    sp.add_argument("--out-html", help="the claims table as an HTML page (for the report)")
+    sp = command(
+        sub,
+        "claims-summary",
+        cmd_claims_summary,
+        "verdict counts per paper and kind, from <results>/<paper>/claims.csv",
+    )
+    sp.add_argument("--results", default="results/tiny", help="one scale's results (results/<scale>)")
+    sp.add_argument("--out", default="docs/measured/claims_counts.md", help="the markdown table it writes")
+    sp = command(sub, "claims-export", cmd_claims_export, "copy one paper's claims.md of one scale into the docs")
+    sp.add_argument("--results", required=True, help="one scale's results (results/<scale>)")
+    sp.add_argument("--paper", required=True, help="the paper id")
+    sp.add_argument("--out", required=True, help="e.g. docs/measured/<paper>-claims-<scale>.md")
+    sp = command(
+        sub, "report-index", cmd_report_index, "write results/<scale>/report.md, the index of what was produced"
+    )
+    sp.add_argument("--results", required=True, help="the results root")
+    sp.add_argument("--papers", nargs="+", required=True, help="the papers of the run")
+    sp.add_argument("--scale", required=True, help="the scale of the run")
+    sp.add_argument("--out", required=True, help="the index it writes")
+
+
+def cmd_artefact(args):
+    """Run one artefact of a paper: ``seqmix.papers.<paper>.ARTEFACTS[spec["name"]](spec, out)``."""
+    from ..io import read_json
+    from ..registry import artefact_function
+
+    setup(args.threads, torch_now=False)
+    spec = read_json(args.run)
+    try:
+        fn = artefact_function(spec["paper"], spec["name"])
+    except LookupError as e:
+        raise SystemExit(f"{args.run}: {e}") from None
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    fn(spec, out)
+    if args.html:  # the shown CSV as the HTML report shows it
+        from ..report.html import write_table_html
+
+        write_table_html(out / args.html_from, args.html, f"{spec['paper']}: {spec['name']}")
+
+
+def cmd_claims(args):
+    from ..claims import engine as claims
+    from ..io import read_json
+
+    start_ms = int(time.time() * 1000)
+    setup(args.threads, torch_now=False)
+    spec = read_json(args.run)
+    from ..tracking.runs import git_commit
+
+    results = claims.evaluate_claims(spec["claims"], Path(spec["paper_dir"]), spec["scale"])
+    claims.write_claims(
+        results, Path(args.out_md), Path(args.out_csv), spec["paper"], spec["scale"], git_commit() or "unknown"
+    )
+    if args.out_html:
+        from ..report.html import write_table_html
+
+        write_table_html(args.out_csv, args.out_html, f"{spec['paper']}: claims at scale {spec['scale']}")
+    artefacts = [p for paths in spec["inputs"]["artefacts"].values() for p in paths]
+    _log_paper_artefacts(spec, [args.out_md, args.out_csv] + artefacts, start_ms)
+
+
+def cmd_claims_summary(args):
+    """The verdict counts per paper and kind (with scale and commit) that the README shows."""
+    from ..claims.engine import write_counts
+
+    command = f"python -m seqmix claims-summary --results {args.results} --out {args.out}"
+    try:
+        table = write_counts(Path(args.results), Path(args.out), command)
+    except FileNotFoundError as e:
+        raise SystemExit(str(e)) from None
+    print(f"{args.out}: {len(table)} rows from {table['paper'].nunique()} papers")
+
+
+def cmd_claims_export(args):
+    """One paper's claims table of one scale, copied into the docs with a generated-by header."""
+    from ..claims.render import export_claims
+
+    command = f"python -m seqmix claims-export --results {args.results} --paper {args.paper} --out {args.out}"
+    try:
+        n = export_claims(Path(args.results), args.paper, Path(args.out), command)
+    except FileNotFoundError as e:
+        raise SystemExit(str(e)) from None
+    print(f"{args.out}: {n} claims of {args.paper}")
+
+
+def _log_paper_artefacts(spec: dict, files: list[str], start_ms: int) -> None:
+    """One paper-level MLflow run holding the tables, figures and claims as artifacts."""
+    from ..io import config_hash
+    from ..tracking import runs as tracking
+
+    tags = tracking.run_tags(
+        rule="claims", paper=spec["paper"], scale=spec["scale"], config_hash=config_hash(spec["claims"])
+    )
+    tracking.log_paper_artefacts(spec, files, tags, start_ms)
+
+
+def cmd_report_index(args):
+    from ..report.index import write_index
+
+    write_index(Path(args.results), args.papers, args.scale, Path(args.out))

@@ -1,0 +1,97 @@
+"""`seqmix where` and `seqmix progress`: what a run has left behind, read from the files its stages wrote
+(``seqmix.results`` owns the layout), for people watching or browsing a run."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..results import SCALES
+from .listing import markdown
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    sp = sub.add_parser("where", help="print where a run's outputs are")
+    sp.set_defaults(fn=cmd_where)
+    sp.add_argument("--results", default="results")
+    sp.add_argument("--scale", choices=SCALES, help="one scale (default: every scale under --results)")
+    sp = sub.add_parser("progress", help="what has trained/evaluated so far, with chosen metrics")
+    sp.set_defaults(fn=cmd_progress)
+    sp.add_argument("--results", default="results")
+    sp.add_argument("--scale", choices=SCALES, default="tiny")
+    sp.add_argument("--paper", required=True)
+    sp.add_argument("--experiment", help="one experiment (default: all)")
+    sp.add_argument("--metrics", help="comma-separated metric names to show for evaluated leaves")
+
+
+def cmd_where(args):
+    """Print where the tables, figures, claims and report of each scale's run are, and the MLflow database
+    the scales share (results/<scale>/<paper>/...; seqmix.results)."""
+    from .. import results as layout
+
+    results = Path(args.results)
+    roots = [layout.scale_root(results, args.scale)] if args.scale else layout.scale_roots(results)
+    print("\nseqmix: outputs")
+    for root in (r for r in roots if r.is_dir()):
+        print(f"  scale {root.name}:")
+        for d in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            claims_md = layout.claims_paths(root, d.name)[0]
+            if not claims_md.exists():
+                continue
+            print(f"    {d.name}:")
+            print(f"      claims   {claims_md}")
+            for kind, ext in (("table", "*.md"), ("figure", "*.png")):
+                files = sorted(layout.artefact_dir(root, d.name, kind, "").glob(ext))
+                if files:
+                    print(f"      {kind + 's':8s} " + "  ".join(str(f) for f in files))
+        for name, what in (("report.html", "report  "), ("report.md", "index   ")):
+            if (root / name).exists():
+                print(f"    {what} {root / name}")
+    if (results / "mlflow.db").exists():
+        print(f"  mlflow   {results / 'mlflow.db'} (every scale; runs tagged scale=...)")
+        print(f"  browse runs: mlflow ui --backend-store-uri sqlite:///{results / 'mlflow.db'}")
+
+
+def _leaf_status(leaf: dict, metrics: list[str]) -> tuple[str, list[str]]:
+    """(status, metric cells) of one leaf from the files its stages wrote."""
+    import torch
+
+    from ..io import read_json
+    from ..results import is_done, leaf_marker
+
+    out, h = Path(leaf["out_dir"]), leaf["hash"]
+    steps = (leaf["config"].get("train") or {}).get("steps")
+    if is_done(leaf_marker(out, "evaluate"), h):
+        got = read_json(leaf_marker(out, "evaluate"))["metrics"]
+        return "evaluated", [f"{got[m]:.4g}" if isinstance(got.get(m), (int, float)) else "—" for m in metrics]
+    if is_done(leaf_marker(out, "train"), h):
+        return "trained", [""] * len(metrics)
+    if (out / "checkpoint.pt").exists():
+        try:
+            ck = torch.load(out / "checkpoint.pt", weights_only=True, map_location="cpu")
+        except Exception:  # noqa: BLE001  (a damaged file raises many kinds; training discards it at resume)
+            return "damaged checkpoint", [""] * len(metrics)
+        status = f"training: step {ck['step']}/{steps}" if ck.get("config_hash") == h else "stale checkpoint"
+        return status, [""] * len(metrics)
+    return "not started", [""] * len(metrics)
+
+
+def cmd_progress(args):
+    """A markdown table of every leaf of a paper (or one experiment): evaluated, trained, in progress (the
+    step of its last checkpoint) or not started, with chosen metrics of the evaluated ones. For watching a
+    long run, and for reading the leaves that finished when the whole DAG has not."""
+    from ..io import read_json
+    from ..results import cell_run_paths, paper_dir, scale_root
+
+    root = scale_root(args.results, args.scale)
+    cells = cell_run_paths(root, args.paper, args.experiment)
+    if not cells:
+        where = paper_dir(root, args.paper) / "run"
+        raise SystemExit(f"no run configs under {where} (has the DAG written them yet?)")
+    metrics = [m for m in (args.metrics or "").split(",") if m]
+    rows = []
+    for cell in cells:
+        for leaf in read_json(cell)["leaves"]:
+            status, values = _leaf_status(leaf, metrics)
+            rows.append({"leaf": leaf["id"], "status": status, **dict(zip(metrics, values))})
+    print(markdown(rows))

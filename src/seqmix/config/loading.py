@@ -1,0 +1,129 @@
+"""Loading and validating the whole config: config/config.yaml and every config/papers/<paper>.yaml.
+
+Every error names the file, the key path and what was expected, and is raised before any job runs. The
+foundation (ConfigError, YAML, schemas) is ``config_base``; leaves and cells are ``leaves``; both are
+re-exported here for the workflow and the CLI.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .base import (
+    ConfigError,
+    load_schema,
+    load_yaml,
+    reject_non_finite,
+    validate,
+)
+
+SCALES = ("tiny", "cpu", "paper")
+
+
+# ----------------------------------------------------------------------------- the whole config
+
+
+def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> dict:
+    """A paper's config, validated, with its claim families expanded and the claim defaults applied
+    (``cfg["claims"]`` is the flat list the claims engine checks)."""
+    from .claims import at_claim_origin, check_claim_columns, expand_paper_claims, in_member, validate_claim
+    from .components import validate_component_blocks
+
+    path = Path(path)
+    cfg = load_yaml(path)
+    reject_non_finite(cfg, path)  # before the claims expand: the key path is the file's own
+    schema = load_schema("paper", schema_dir)
+    origins = expand_paper_claims(cfg, path, schema)
+    try:
+        validate(cfg, schema, path)
+    except ConfigError as e:
+        raise at_claim_origin(e, origins) from None
+    if cfg["paper"] != path.stem:
+        raise ConfigError(
+            path, "paper", f"expected {path.stem!r}, got {cfg['paper']!r} (the paper id is the file's name)"
+        )
+    for exp_name, exp in cfg.get("experiments", {}).items():
+        if scale not in exp["scales"]:
+            raise ConfigError(
+                path,
+                f"experiments.{exp_name}.scales",
+                f"no settings for scale {scale!r} (has: {', '.join(exp['scales'])})",
+            )
+        if exp.get("sweep") is None and any("sweep_values" in s for s in exp["scales"].values()):
+            raise ConfigError(
+                path, f"experiments.{exp_name}.scales", "sweep_values given but the experiment has no sweep"
+            )
+        for s_name, sc in exp["scales"].items():
+            unknown = [v for v in sc.get("variants") or [] if v not in exp["variants"]]
+            if unknown:
+                raise ConfigError(
+                    path,
+                    f"experiments.{exp_name}.scales.{s_name}.variants",
+                    f"no variant {', '.join(map(repr, unknown))} (has: {', '.join(exp['variants'])})",
+                )
+        validate_component_blocks(path, exp_name, exp)
+    for claim, (where, params) in zip(cfg.get("claims", []), origins):
+        try:
+            validate_claim(path, where, claim)
+            check_claim_columns(path, where, claim, cfg)
+        except ConfigError as e:
+            raise in_member(e, params) from None
+    from .artefacts import validate_artefacts  # here: artefacts imports this module
+
+    validate_artefacts(path, cfg, schema_dir)
+    return cfg
+
+
+def load_all(
+    config: dict, root: str | Path = ".", config_file: str = "config/config.yaml", schema_dir: Path | None = None
+) -> dict:
+    """Validate the global config (as Snakemake merged it) and load each paper's config.
+
+    Returns {"globals": config, "papers": {paper: paper_cfg}}.
+    """
+    root = Path(root)
+    reject_non_finite(config, config_file)
+    validate(config, load_schema("config", schema_dir), config_file)
+    if (
+        config["dispatch"] == "submitit"
+        and str(config["tracking"]["uri"]).startswith("sqlite")
+        and not config["tracking"].get("results_on_local_disk", False)
+    ):
+        raise ConfigError(
+            config_file,
+            "tracking.uri",
+            "SQLite tracking with SLURM dispatch is unsafe on a network filesystem; use an "
+            "http(s) MLflow server, or set tracking.results_on_local_disk: true on a one-node cluster",
+        )
+    if config.get("device") == "cuda":  # imports torch only then: the Snakefile's start-up stays light
+        from ..devices import cuda_missing
+
+        why = cuda_missing("cuda") if config.get("dispatch", "local") == "local" else None
+        if why:  # with submitit the nodes may have a GPU the head node lacks: the job checks then
+            raise ConfigError(config_file, "device", why)
+    papers = {}
+    for p in selected_papers(config, root, config_file):
+        path = root / "config" / "papers" / f"{p}.yaml"
+        papers[p] = load_paper(path, config["scale"], schema_dir)
+    return {"globals": config, "papers": papers}
+
+
+def discover_papers(root: str | Path = ".") -> list[str]:
+    """The paper ids: the files config/papers/<paper>.yaml, sorted."""
+    return sorted(p.stem for p in (Path(root) / "config" / "papers").glob("*.yaml"))
+
+
+def selected_papers(config: dict, root: str | Path = ".", config_file: str = "config/config.yaml") -> list[str]:
+    """The papers in the DAG: the ``papers`` selection of the config, or every paper file when it is empty."""
+    found = discover_papers(root)
+    chosen = list(config.get("papers") or found)
+    for i, p in enumerate(chosen):
+        if p not in found:
+            raise ConfigError(
+                config_file,
+                f"papers[{i}]",
+                f"{p!r} is not one of the paper files config/papers/*.yaml: {', '.join(map(repr, found)) or 'none'}",
+            )
+    if not chosen:
+        raise ConfigError(config_file, "papers", "no paper configs under config/papers/")
+    return chosen

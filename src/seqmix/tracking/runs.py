@@ -1,0 +1,144 @@
+"""MLflow tracking, what the stages and the CLI call (the MLflow client side is ``tracking_store``, the
+buffers ``tracking_buffer``, live logging ``tracking_live``).
+
+Files under results/ are the source of truth; MLflow mirrors them.
+
+- Embedded default (``sqlite:///results/mlflow.db``): SQLite takes one writer at a time and a fresh
+  database is corrupted by parallel first writers. So ``init_store`` creates the database and the
+  experiments once (the ``mlflow_init`` rule), no rule takes the database as an input, and each job
+  writes a ``tracking-<stage>.jsonl`` buffer per leaf; the paper's claims step replays all of them
+  (``paper_buffers``) in one ``ingest`` under an exclusive file lock. Ingestion is idempotent: a run is
+  keyed by its leaf config hash and stage, exactly one run per key survives a replay, and a buffer whose
+  fingerprint is already complete in MLflow is skipped, so a replay (``mlflow_sync``) never duplicates.
+- http(s) URI (an ``mlflow server``): ``LiveRun`` logs as the job goes; the buffer is still written
+  so that ``mlflow_sync`` (or the claims step) can replay a job that ran while the server was down.
+- A tracking failure never fails a job or the DAG: it is logged, and the leaf keeps its buffer.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import time
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ..results import scale_root
+from .buffer import (
+    buffer_record,
+    now_ms,
+    paper_buffers,
+    parents_first,
+    read_buffers,
+    relative_artifacts,
+    write_buffer,
+)
+from .store import ingest_records as _ingest_records
+from .store import init_experiments as _init_experiments
+from .store import is_live, reachable, resolve_uri
+
+log = logging.getLogger("seqmix.tracking.runs")
+
+GIT_COMMIT_TAG = "mlflow.source.git.commit"  # the commit the MLflow UI shows on a run's page
+
+
+def init_store(uri: str, experiments: Iterable[str], results: str | Path) -> dict[str, str] | None:
+    """Create the store and one experiment per paper, once. {name: id}, or None when the tracking store
+    cannot be reached or written: the DAG goes on and the jobs keep their buffers for a later sync."""
+    if uri == "none":
+        return {}
+    if not reachable(uri):
+        log.warning("mlflow server %s unreachable; jobs keep their buffers, run the mlflow_sync rule later", uri)
+        return None
+    try:
+        return _init_experiments(uri, list(experiments), results)
+    except Exception as e:  # noqa: BLE001 — an outage must not fail the DAG
+        log.warning("mlflow store %s failed (%s: %s); jobs keep their buffers", uri, type(e).__name__, e)
+        return None
+
+
+def ingest(buffers: Iterable[str | Path], uri: str, results: str | Path) -> dict[str, int] | None:
+    """Replay buffer files into MLflow; returns {created, skipped, replaced, bad_lines}, or None when
+    tracking failed (logged; the DAG never fails on it). Bad lines are skipped and each is logged."""
+    if uri == "none":
+        return None
+    if not reachable(uri):
+        log.warning("mlflow server %s unreachable; the files are kept, run the mlflow_sync rule later", uri)
+        return None
+    try:
+        t0 = time.perf_counter()
+        records, problems = read_buffers(buffers)
+        for p in problems:
+            log.warning("tracking buffer line skipped: %s", p)
+        counts = _ingest_records(parents_first(records), uri, results)
+        counts["bad_lines"] = len(problems)
+        # the line benchmarks/dag_timing.py reads (MLflow's share of a job, import included)
+        log.info("mlflow: %s; seqmix-ingest s=%.3f", counts, time.perf_counter() - t0)
+        return counts
+    except Exception as e:  # noqa: BLE001 — an outage must not fail the job
+        log.warning(
+            "mlflow ingestion failed (%s: %s); the files are kept, run the mlflow_sync rule later", type(e).__name__, e
+        )
+        return None
+
+
+def ingest_now(uri: str) -> bool:
+    """Whether a stage job ingests its own buffers: only with a tracking server (it takes concurrent
+    writers). With SQLite the paper's claims step ingests every buffer of the paper once (``paper_buffers``):
+    one process importing mlflow and taking the database lock instead of one per job."""
+    return is_live(uri)
+
+
+def run_name(experiment: str, leaf_id: str, stage: str, scale: str) -> str:
+    """A run name unique within a paper's MLflow experiment: e.g. ``exp1/k2/T4/seed0/train@tiny``."""
+    return f"{experiment}/{leaf_id}/{stage}@{scale}"
+
+
+def run_tags(**extra: Any) -> dict[str, str]:
+    """Tags every run carries: the git commit (as MLflow's own tag, shown on the run page; none outside a
+    git checkout), the SLURM job id, plus the caller's."""
+    commit = git_commit()
+    tags = {"slurm_job_id": os.environ.get("SLURM_JOB_ID", "none"), "mlflow.source.type": "JOB"}
+    tags["git_sha"] = commit or "unknown"  # the older tag, kept for queries written against it
+    if commit:
+        tags[GIT_COMMIT_TAG] = commit
+    tags.update({k: str(v) for k, v in extra.items()})
+    return tags
+
+
+@cache
+def git_commit(where: str | Path | None = None) -> str | None:
+    """``git rev-parse HEAD`` of the checkout holding the seqmix code that runs (None outside one)."""
+    where = Path(where) if where else Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sha = out.stdout.strip()
+    return sha if len(sha) == 40 else None
+
+
+def log_paper_artefacts(spec: dict, files: list[str], tags: dict, start_ms: int) -> dict[str, int] | None:
+    """One paper-level run holding the tables, figures and claims as artifacts (paths relative to the
+    results directory), then a replay of every buffer of the paper (the SQLite store's one ingest)."""
+    uri = resolve_uri(spec["tracking"]["uri"])
+    rec = buffer_record(
+        key=f"{spec['paper']}.{spec['scale']}.artefacts",
+        experiment=spec["paper"],
+        run_name=f"artefacts@{spec['scale']}",
+        tags=tags,
+        params={"scale": spec["scale"]},
+        metrics={},
+        start_ms=start_ms,
+        end_ms=now_ms(),
+        artifacts=relative_artifacts(files, spec["results"]),
+    )
+    buf = Path(spec["paper_dir"]) / "tracking-artefacts.jsonl"
+    write_buffer(buf, [rec])
+    root = scale_root(spec["results"], spec["scale"])  # the buffers are the scale's; the store is shared
+    return ingest(paper_buffers(root, spec["paper"]) + [buf], uri, spec["results"])

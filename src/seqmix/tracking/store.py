@@ -1,0 +1,257 @@
+"""The MLflow side of tracking: URIs, the store lock, experiments, and writing buffered runs.
+
+A run is written so that a kill at any point leaves nothing a replay cannot repair: it is created with
+its key tag but without the fingerprint, then params, metrics (with their own timestamps) and artifacts
+are logged, and only then the fingerprint is set and the run closed with its own end time. A replay
+keeps the one run of a key whose fingerprint matches the buffer and deletes every other run of that key
+(a killed ingest, a killed live run, an older content), so MLflow ends with exactly one run per buffer.
+Parents are linked both ways: a child finds its parent by ``seqmix.parent_key``, and a parent written
+later (or rewritten) adopts the children that name it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+log = logging.getLogger("seqmix.tracking.runs")
+
+KEY_TAG = "seqmix.key"
+FINGERPRINT_TAG = "seqmix.fingerprint"
+PARENT_KEY_TAG = "seqmix.parent_key"
+PARENT_RUN_TAG = "mlflow.parentRunId"
+# The MLflow UI shows an experiment as model training (runs, charts), not as a GenAI app (traces).
+EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_development"
+PROXIED = "mlflow-artifacts:/"  # artifact URIs resolved by the server's --artifacts-destination
+# MLflow's client retries a dead server for minutes (7 retries, backoff factor 2, 120 s timeout); a
+# tracking outage must cost a job seconds. Defaults only: the user's own environment wins.
+HTTP_DEFAULTS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "20",
+}
+
+
+def resolve_uri(uri: str, root: str | Path = ".") -> str:
+    """Make a relative sqlite path absolute (relative to the workflow root)."""
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        return "sqlite:///" + str((Path(root) / uri[len("sqlite:///") :]).resolve())
+    return uri
+
+
+def is_live(uri: str) -> bool:
+    return uri.startswith("http://") or uri.startswith("https://")
+
+
+def _sqlite_path(uri: str) -> Path | None:
+    return Path(uri[len("sqlite:///") :]) if uri.startswith("sqlite:///") else None
+
+
+def lock_path(uri: str, results: str | Path) -> Path:
+    db = _sqlite_path(uri)
+    return (db.parent / (db.name + ".lock")) if db else Path(results) / ".mlflow.lock"
+
+
+@contextlib.contextmanager
+def exclusive(path: Path, timeout_s: float = 600.0) -> Iterator[None]:
+    """One writer at a time on the store (SQLite takes one), across processes."""
+    from filelock import FileLock, Timeout
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with FileLock(str(path), timeout=timeout_s):
+            yield
+    except Timeout:
+        raise TimeoutError(f"could not lock {path} within {timeout_s} s") from None
+
+
+def reachable(uri: str, timeout_s: float = 5.0) -> bool:
+    """Whether an http(s) tracking server answers its health check. Probed once before use, because
+    MLflow's own client retries a dead server with backoff."""
+    if not is_live(uri):
+        return True
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout_s) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+def client(uri: str):
+    if is_live(uri):
+        for name, value in HTTP_DEFAULTS.items():
+            os.environ.setdefault(name, value)
+    import mlflow  # noqa: F401  (configures logging once)
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
+def artifact_root(results: str | Path) -> Path:
+    """Where the embedded (SQLite) store keeps artifacts: the ``--artifacts-destination`` of ``mlflow ui``."""
+    return Path(results) / ".mlflow" / "artifacts"
+
+
+def ensure_experiment(mlf, name: str, live: bool) -> str:
+    """The experiment's id, created if missing, tagged as model training. With a server the server picks
+    the artifact location; with SQLite it is ``mlflow-artifacts:/<name>``, which stores no absolute path:
+    ``mlflow ui --artifacts-destination <results>/.mlflow/artifacts`` resolves it wherever results/ lives."""
+    exp = mlf.get_experiment_by_name(name)
+    if exp is None:
+        return mlf.create_experiment(
+            name,
+            artifact_location=None if live else PROXIED + name,
+            tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND},
+        )
+    if exp.tags.get(EXPERIMENT_KIND_TAG) != EXPERIMENT_KIND:
+        mlf.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+    return exp.experiment_id
+
+
+def find_runs(mlf, experiment_id: str, tag: str, value: str) -> list:
+    """Active runs whose tag ``tag`` equals ``value`` (oldest first)."""
+    return mlf.search_runs(
+        [experiment_id], filter_string=f"tags.`{tag}` = '{value}'", max_results=1000, order_by=["attribute.start_time"]
+    )
+
+
+def _complete(run, fp: str) -> bool:
+    return run.data.tags.get(FINGERPRINT_TAG) == fp and run.info.status == "FINISHED"
+
+
+def ingest_records(records: list[dict], uri: str, results: str | Path) -> dict[str, int]:
+    """Write buffered runs (parents first) under the store lock. Returns {created, skipped, replaced}:
+    replaced counts the runs deleted (incomplete, duplicate or stale runs of the same key)."""
+    counts = {"created": 0, "skipped": 0, "replaced": 0}
+    if not records:
+        return counts
+    with exclusive(lock_path(uri, results)):
+        mlf, live = client(uri), is_live(uri)
+        exp_ids: dict[str, str] = {}
+        children: dict[str, dict[str, list]] = {}  # per experiment: parent key -> runs naming it (one query)
+        for rec in records:
+            if rec["experiment"] not in exp_ids:
+                exp_ids[rec["experiment"]] = ensure_experiment(mlf, rec["experiment"], live)
+                children[rec["experiment"]] = children_by_parent(mlf, exp_ids[rec["experiment"]])
+            eid = exp_ids[rec["experiment"]]
+            existing = find_runs(mlf, eid, KEY_TAG, rec["key"])
+            keep = next((r for r in existing if _complete(r, rec["fingerprint"])), None)
+            for r in existing:
+                if r is not keep:
+                    mlf.delete_run(r.info.run_id)
+                    counts["replaced"] += 1
+            if keep is not None:
+                counts["skipped"] += 1
+                continue
+            run_id = write_run(mlf, eid, rec, results, live)
+            for child in children[rec["experiment"]].get(rec["key"], []):  # already in MLflow before this ingest
+                if child.data.tags.get(PARENT_RUN_TAG) != run_id:
+                    mlf.set_tag(child.info.run_id, PARENT_RUN_TAG, run_id)
+            counts["created"] += 1
+    return counts
+
+
+def write_run(mlf, experiment_id: str, rec: dict, results: str | Path, live: bool) -> str:
+    """Create one run from its record; the fingerprint is set last (see the module docstring)."""
+    from mlflow.entities import Param
+
+    tags = dict(rec["tags"], **{KEY_TAG: rec["key"]})
+    if rec.get("parent_key"):
+        tags[PARENT_KEY_TAG] = rec["parent_key"]
+        parent = parent_run_id(mlf, experiment_id, rec["parent_key"])
+        if parent:
+            tags[PARENT_RUN_TAG] = parent
+    start = rec.get("start_ms")
+    run = mlf.create_run(experiment_id, run_name=rec["run_name"], tags=tags, start_time=start)
+    rid = run.info.run_id
+    params = [Param(k, v) for k, v in rec["params"].items()]
+    for i in range(0, len(params), 100):
+        mlf.log_batch(rid, params=params[i : i + 100])
+    log_points(mlf, rid, rec["metrics"], rec.get("end_ms"))
+    for rel in rec.get("artifacts", []):
+        _log_artifact(mlf, run, Path(results) / rel, results, live)
+    mlf.set_tag(rid, FINGERPRINT_TAG, rec["fingerprint"])
+    mlf.set_terminated(rid, "FINISHED", end_time=rec.get("end_ms"))
+    return rid
+
+
+def log_points(mlf, run_id: str, metrics: dict[str, list], default_ms: int | None, skip=frozenset()) -> None:
+    """Log ``name -> [[step, value, timestamp_ms], ...]`` (points in ``skip``, as (name, step), left out)."""
+    from mlflow.entities import Metric
+
+    from .buffer import now_ms
+
+    fallback = default_ms or now_ms()
+    points = [
+        Metric(name, float(p[1]), int(p[2]) if len(p) > 2 else fallback, int(p[0]))
+        for name, series in metrics.items()
+        for p in series
+        if (name, int(p[0])) not in skip
+    ]
+    for i in range(0, len(points), 1000):
+        mlf.log_batch(run_id, metrics=points[i : i + 1000])
+
+
+def _log_artifact(mlf, run, path: Path, results: str | Path, live: bool) -> None:
+    if not path.exists():
+        log.warning("mlflow: artifact %s is missing; not logged", path)
+        return
+    uri = run.info.artifact_uri
+    if not live and uri.startswith(PROXIED):  # the embedded store: copy where `mlflow ui` serves it from
+        dest = artifact_root(results) / uri[len(PROXIED) :] / path.name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, dest)
+    else:
+        mlf.log_artifact(run.info.run_id, str(path))
+
+
+def parent_run_id(mlf, experiment_id: str, parent_key: str) -> str | None:
+    """The run of ``parent_key``: a complete one (fingerprint set) if any, else the newest."""
+    runs = find_runs(mlf, experiment_id, KEY_TAG, parent_key)
+    done = [r for r in runs if FINGERPRINT_TAG in r.data.tags]
+    pick = (done or runs)[-1:] if runs else []
+    return pick[0].info.run_id if pick else None
+
+
+def children_by_parent(mlf, experiment_id: str) -> dict[str, list]:
+    """{parent key: active runs naming it}, for the whole experiment in one paged query."""
+    out: dict[str, list] = {}
+    token = None
+    while True:
+        page = mlf.search_runs(
+            [experiment_id], filter_string=f"tags.`{PARENT_KEY_TAG}` LIKE '%'", max_results=5000, page_token=token
+        )
+        for r in page:
+            out.setdefault(r.data.tags[PARENT_KEY_TAG], []).append(r)
+        token = page.token
+        if not token:
+            return out
+
+
+def adopt_children(mlf, experiment_id: str, key: str, run_id: str) -> None:
+    """Point every child that names ``key`` as its parent at ``run_id`` (children replayed before their
+    parent, or whose parent was rewritten)."""
+    for child in find_runs(mlf, experiment_id, PARENT_KEY_TAG, key):
+        if child.data.tags.get(PARENT_RUN_TAG) != run_id:
+            mlf.set_tag(child.info.run_id, PARENT_RUN_TAG, run_id)
+
+
+def delete_runs_of(mlf, experiment_id: str, key: str) -> int:
+    """Delete every active run of ``key`` (earlier, killed attempts of a live run); returns how many."""
+    runs = find_runs(mlf, experiment_id, KEY_TAG, key)
+    for r in runs:
+        mlf.delete_run(r.info.run_id)
+    return len(runs)
+
+
+def init_experiments(uri: str, experiments: Iterable[str], results: str | Path) -> dict[str, str]:
+    """Create the database (if SQLite) and one experiment per paper, once, under the lock. {name: id}."""
+    with exclusive(lock_path(uri, results)):
+        mlf, live = client(uri), is_live(uri)
+        return {name: ensure_experiment(mlf, name, live) for name in experiments}

@@ -1,0 +1,44 @@
+"""`seqmix progress`: the status of every leaf (evaluated / trained / in training / not started) from the
+files the stages write, with chosen metrics of the evaluated leaves."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from seqmix.cli.main import main
+from seqmix.io import write_json
+
+
+def test_progress_reports_each_leaf_state(tmp_path, capsys):
+    root = tmp_path / "results" / "tiny" / "p"  # results/<scale>/<paper> (seqmix.results); --scale defaults to tiny
+    leaves = []
+    for name in ("done", "trained", "running", "stale", "fresh"):
+        out = root / "e1" / name
+        out.mkdir(parents=True)
+        leaves.append(
+            {"id": f"{name}/-/seed1", "hash": f"h-{name}", "out_dir": str(out), "config": {"train": {"steps": 100}}}
+        )
+    write_json(root / "run" / "e1.a-0.json", {"leaves": leaves})
+    write_json(root / "e1" / "done" / "metrics.json", {"hash": "h-done", "metrics": {"cos_z1": 0.91234, "acc": 1}})
+    write_json(root / "e1" / "trained" / "train.done.json", {"hash": "h-trained"})
+    torch.save({"step": 40, "config_hash": "h-running"}, root / "e1" / "running" / "checkpoint.pt")
+    torch.save({"step": 40, "config_hash": "another"}, root / "e1" / "stale" / "checkpoint.pt")
+    main(["progress", "--results", str(tmp_path / "results"), "--paper", "p", "--metrics", "cos_z1,missing"])
+    out = capsys.readouterr().out.splitlines()
+    cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in out]
+    assert cells[0] == ["leaf", "status", "cos_z1", "missing"]  # a markdown table (pandas + tabulate)
+    rows = {c[0]: c[1:] for c in cells[2:]}
+    assert rows["done/-/seed1"] == ["evaluated", "0.9123", "—"]
+    assert rows["trained/-/seed1"] == ["trained", "", ""]
+    assert rows["running/-/seed1"] == ["training: step 40/100", "", ""]
+    assert rows["stale/-/seed1"] == ["stale checkpoint", "", ""]
+    assert rows["fresh/-/seed1"] == ["not started", "", ""]
+
+
+def test_progress_without_run_configs_says_so(tmp_path):
+    with pytest.raises(SystemExit, match="no run configs"):
+        main(["progress", "--results", str(tmp_path), "--paper", "p"])
+    write_json(tmp_path / "tiny" / "p" / "run" / "e1.a-0.json", {"leaves": []})
+    with pytest.raises(SystemExit, match=r"no run configs under .*cpu"):  # another scale's run is not this one
+        main(["progress", "--results", str(tmp_path), "--scale", "cpu", "--paper", "p"])
