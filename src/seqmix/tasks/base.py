@@ -29,5 +29,13 @@ class Task:
     def test_set(self) -> tuple[torch.Tensor, torch.Tensor]:
         raise NotImplementedError
 
+    def evaluate(self, model: torch.nn.Module) -> dict:
+        """The test metrics of a trained ``model`` ({name: float}), run by the evaluate stage. Required of every
+        task whose experiment lists the evaluate stage (the default): the config loader refuses one that does
+        not override this before any job (``seqmix.training.work.StageWork.lacks``)."""
+        raise NotImplementedError(
+            f"{type(self).__qualname__} implements no evaluate(model): it cannot run the evaluate stage"
+        )
+
     def loss(self, pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return torch.mean((pred - target) ** 2)
