@@ -37,5 +37,19 @@ class Task:
             f"{type(self).__qualname__} implements no evaluate(model): it cannot run the evaluate stage"
         )
 
+    @staticmethod
+    def predict(model: torch.nn.Module, inputs: torch.Tensor, batch_size: int) -> torch.Tensor:
+        """``model(inputs)`` for evaluation: in eval mode, without gradients, ``batch_size`` rows at a time,
+        each output as float32 on the CPU, concatenated; the model's training mode is restored."""
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.no_grad():
+                return torch.cat(
+                    [model(inputs[i : i + batch_size]).float().cpu() for i in range(0, len(inputs), batch_size)]
+                )
+        finally:
+            model.train(was_training)
+
     def loss(self, pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return torch.mean((pred - target) ** 2)
