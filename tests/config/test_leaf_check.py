@@ -127,3 +127,15 @@ def test_shipped_leaves_validate_and_keep_their_hashes(root, scale):
         before = [leaf.hash for leaf in expand_leaves(cfg["paper"], cfg, scale)]
         validate_leaves(file, cfg, scale)
         assert [leaf.hash for leaf in expand_leaves(cfg["paper"], cfg, scale)] == before
+
+
+def test_stage_work_names_what_a_task_lacks():
+    """The one place that knows what each stage calls on a task (reached through the registry)."""
+    lacks = registry.worker("stages").lacks
+    lag, teacher = registry.get("task", "lag_sensitivity"), registry.get("task", "rotation_teacher")
+    assert "batch" in lacks(lag, "train") and "evaluate(model)" in lacks(lag, "evaluate")
+    assert lacks(lag, "diagnose") is None
+    assert lacks(teacher, "train") is None and lacks(teacher, "evaluate") is None
+    assert "PROBES" in lacks(teacher, "diagnose")
+    with pytest.raises(NotImplementedError, match="_NoEvaluate implements no evaluate"):
+        _NoEvaluate.evaluate(object.__new__(_NoEvaluate), None)
