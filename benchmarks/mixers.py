@@ -23,29 +23,22 @@ import time
 from pathlib import Path
 
 D_MODEL = 128
-CONFIGS = {  # name -> options at width 128 (4 heads of 32; SSM state 16 unless the model's default differs)
-    "nope": {"heads": 4},
-    "rope": {"heads": 4},
-    "rope_qkv": {"heads": 4},
-    "alibi": {"heads": 4},
-    "so2_random_qk": {"heads": 4},
-    "so2_random_qkv": {"heads": 4},
-    "so2_learned_qk": {"heads": 4},
-    "so2_learned_qkv": {"heads": 4},
-    "path": {"heads": 4, "chunk": 32},
-    "mha": {"heads": 4},
-    "sessa": {"heads": 4},
-    "sessa_nofb": {"heads": 4},
-    "s4d": {"d_state": 16},
-    "s6": {"d_state": 16},
-    "b2s6": {"blocks": 8, "d_state": 16},
-    "b2s6_real": {"blocks": 8, "d_state": 16},
-    "b2s6_nobias": {"blocks": 8, "d_state": 16},
-    "mamba": {"expand": 2, "unit_options": {"d_state": 16}},
-    "mamba2": {"d_state": 64, "headdim": 32, "expand": 2, "chunk": 64},
-    "linear_ssm": {"state": 64},
-    "factorized_linear_attention": {"heads": 4, "r": 64},
-}
+
+
+def configs() -> dict[str, dict]:
+    """name -> options at width 128, for every registered causal mixer: its declared defaults (the papers'
+    sizes: 4 heads of 32, SSM state 16 unless the mixer's default differs), plus the required options of its
+    ``example_options`` (seqmix.mixers.base.Mixer clause 2); no hand list, so a new mixer is measured too."""
+    from seqmix import registry
+    from seqmix.options import declared_options
+
+    out = {}
+    for name in registry.names("mixer"):
+        cls = registry.get_mixer(name)
+        if getattr(cls, "causal", False):
+            required = {o.name for o in declared_options(cls) if o.required}
+            out[name] = {k: v for k, v in cls.example_options.items() if k in required}
+    return out
 
 
 def _rss_kb(field: str) -> int:
@@ -62,7 +55,7 @@ def _measure(name: str, B: int, L: int, reps: int, threads: int, q) -> None:
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    m = build_mixer(name, D_MODEL, seq_len=L, **CONFIGS[name])
+    m = build_mixer(name, D_MODEL, seq_len=L, **configs()[name])
     x = torch.randn(B, L, D_MODEL, requires_grad=True)
     base = _rss_kb("VmRSS")
     times = []
@@ -251,7 +244,7 @@ def main(argv=None) -> None:
     ap.add_argument("--out", default=str(Path(__file__).with_name("mixers_results.md")))
     a = ap.parse_args(argv)
     B, L = (4, 256) if a.small else (8, 1024)
-    names = a.only or list(CONFIGS)
+    names = a.only or list(configs())
     if "nope" not in names:
         names = ["nope"] + names
     t0 = time.perf_counter()

@@ -80,9 +80,18 @@ def component_modules() -> list[str]:
     return sorted(names)
 
 
+_scanned: tuple | None = None  # the component packages' search paths the last full import covered
+
+
 def load_all() -> None:
-    for mod in component_modules():
-        importlib.import_module(mod)
+    """Import every component module (once per set of package paths: ``get`` calls this for every name a
+    config resolves, and listing the packages costs a directory scan) and the plugins' entry points."""
+    global _scanned
+    paths = tuple(tuple(importlib.import_module(p).__path__) for p in COMPONENT_PACKAGES)
+    if paths != _scanned:
+        for mod in component_modules():
+            importlib.import_module(mod)
+        _scanned = paths
     if not _plugins_loaded:
         load_entry_points()
 

@@ -8,41 +8,21 @@ import pytest
 import torch
 
 from seqmix import registry
-from seqmix.mixers.base import build_mixer
+from seqmix.mixers.base import Mixer, build_mixer
 from seqmix.ops.backends import backend_report
 from seqmix.options import defaults, options_schema
 
 D = 8  # tiny width: every mixer's head/state sizes below divide it
 T = 6
 
-# options that make each mixer tiny; every registered mixer must appear here (test_every_mixer_is_covered)
-OPTIONS = {
-    "softmax_attention": {"heads": 2},
-    "nope": {"heads": 2},
-    "rope": {"heads": 2},
-    "rope_qkv": {"heads": 2},
-    "alibi": {"heads": 2},
-    "so2_random_qk": {"heads": 2},
-    "so2_random_qkv": {"heads": 2},
-    "so2_learned_qk": {"heads": 2},
-    "so2_learned_qkv": {"heads": 2},
-    "path": {"heads": 2, "chunk": 4},
-    "s4d": {"d_state": 3},
-    "s6": {"d_state": 3},
-    "b2s6": {"blocks": 2, "d_state": 3},
-    "b2s6_real": {"blocks": 2, "d_state": 3},
-    "b2s6_nobias": {"blocks": 2, "d_state": 3},
-    "mamba": {"expand": 1, "unit_options": {"d_state": 3}},
-    "mamba2": {"d_state": 3, "headdim": 4, "chunk": 4},
-    "sessa": {"heads": 2},
-    "sessa_nofb": {"heads": 2},
-    "linear_ssm": {"state": 3},
-    "factorized_linear_attention": {"heads": 2},
-    "mha": {"heads": 2},
-    "bidirectional": {"mixer": {"name": "s4d", "d_state": 3}},
-}
-NONCAUSAL = {"bidirectional"}
-CAUSAL = sorted(set(OPTIONS) - NONCAUSAL)
+# Every registered mixer with its own small options (Mixer clause 2): a new mixer needs no edit here.
+OPTIONS = {n: dict(getattr(registry.get_mixer(n), "example_options", None) or {}) for n in registry.names("mixer")}
+CAUSAL = sorted(n for n in OPTIONS if getattr(registry.get_mixer(n), "causal", None) is True)
+CONTRACT = "see the contract in seqmix.mixers.base.Mixer"
+
+
+def clause(n: int) -> str:
+    return f"{CONTRACT}, clause {n}"
 
 
 def make(name: str, dtype=torch.float64, seed=0) -> torch.nn.Module:
@@ -60,17 +40,58 @@ def run(m: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
     return m(x)
 
 
-def test_every_mixer_is_covered():
-    missing = set(registry.names("mixer")) - set(OPTIONS)
-    assert not missing, f"newly registered mixers {sorted(missing)}: add tiny options for them to OPTIONS here"
+def test_the_docstring_states_the_clauses_this_module_checks():
+    """The contract is Mixer's docstring: its numbered clauses are exactly those the tests here check."""
+    import re
+
+    stated = {int(n) for n in re.findall(r"^\s{4}(\d+)\. ", Mixer.__doc__, flags=re.M)}
+    assert stated == {1, 2, 3, 4, 5, 6}, f"clauses {sorted(stated)}: update the tests of {__name__} with the docstring"
+    assert "init_state(batch, dtype=torch.float32, device=None)" in Mixer.__doc__
 
 
 @pytest.mark.parametrize("name", sorted(OPTIONS))
-def test_schema_is_valid_and_accepts_the_test_options(name):
+def test_example_options_are_declared(name):
+    cls = registry.get_mixer(name)
+    assert isinstance(getattr(cls, "example_options", None), dict), f"{name}: no example_options dict ({clause(2)})"
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_causal_is_declared(name):
+    assert isinstance(getattr(registry.get_mixer(name), "causal", None), bool), f"{name}: no bool causal ({clause(3)})"
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_backend_is_a_string(name):
+    m = make(name)
+    run(m, torch.randn(1, T, D, dtype=torch.float64))
+    assert isinstance(getattr(m, "backend", None), str), f"{name}: no str backend after a forward ({clause(5)})"
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_step_mode_is_whole_and_has_the_documented_signature(name):
+    import inspect
+
+    cls = registry.get_mixer(name)
+    has = (hasattr(cls, "init_state"), hasattr(cls, "step"))
+    assert has[0] == has[1], f"{name}: init_state and step come together ({clause(6)})"
+    if has[0]:
+        assert cls.causal, f"{name}: step mode is for causal mixers ({clause(6)})"
+        params = list(inspect.signature(cls.init_state).parameters.values())[1:]
+        got = [(p.name, p.default) for p in params]
+        want = [("batch", inspect.Parameter.empty), ("dtype", torch.float32), ("device", None)]
+        assert got == want, f"{name}: init_state{tuple(p.name for p in params)} ({clause(6)})"
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_schema_is_valid_and_accepts_the_example_options(name):
     cls = registry.get_mixer(name)
     schema = options_schema(cls)
     jsonschema.Draft202012Validator.check_schema(schema)
-    jsonschema.validate(OPTIONS[name], schema)
+    try:
+        jsonschema.validate(OPTIONS[name], schema)
+    except jsonschema.ValidationError as e:
+        why = f"{name}: example_options {OPTIONS[name]} fail its schema: {e.message} ({clause(2)})"
+        raise AssertionError(why) from None
 
 
 @pytest.mark.parametrize("name", sorted(OPTIONS))
@@ -78,7 +99,7 @@ def test_shape_and_dtype(name):
     for dtype in (torch.float32, torch.float64):
         m = make(name, dtype)
         y = run(m, torch.randn(2, T, D, dtype=dtype))
-        assert y.shape == (2, T, D) and y.dtype == dtype and torch.isfinite(y).all()
+        assert y.shape == (2, T, D) and y.dtype == dtype and torch.isfinite(y).all(), f"{name}: {clause(4)}"
 
 
 @pytest.mark.parametrize("name", CAUSAL)
@@ -91,8 +112,8 @@ def test_causality(name):
         x2[:, t0] += torch.randn(2, D, dtype=torch.float64)
         y2 = run(m, x2)
         # positions before t0 unchanged (FFT convolutions only to rounding); t0 itself does change
-        assert (y2[:, :t0] - y[:, :t0]).abs().max() <= 1e-12, name
-        assert (y2[:, t0] - y[:, t0]).abs().max() > 1e-6, name
+        assert (y2[:, :t0] - y[:, :t0]).abs().max() <= 1e-12, f"{name}: the past sees the future ({clause(3)})"
+        assert (y2[:, t0] - y[:, t0]).abs().max() > 1e-6, f"{name}: output t ignores input t ({clause(3)})"
 
 
 def test_bidirectional_sees_the_future_and_respects_padding():
@@ -111,7 +132,8 @@ def test_bidirectional_sees_the_future_and_respects_padding():
 def test_gradcheck_float64(name):
     m = make(name)
     x = torch.randn(1, 5 if name != "factorized_linear_attention" else T, D, dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda inp: run(m, inp), (x,), eps=1e-6, atol=1e-5, rtol=1e-4)
+    ok = torch.autograd.gradcheck(lambda inp: run(m, inp), (x,), eps=1e-6, atol=1e-5, rtol=1e-4)
+    assert ok, f"{name}: {clause(4)}"
 
 
 STEPPERS = [n for n in CAUSAL if hasattr(registry.get_mixer(n), "step")]
@@ -132,7 +154,7 @@ def test_step_decoding_equals_parallel_forward(name, dtype):
         yt, state = m.step(x[:, t], state)
         ys.append(yt)
     err = float((torch.stack(ys, 1) - y).detach().norm() / y.detach().norm())
-    assert err <= {torch.float64: 1e-10, torch.float32: 1e-4}[dtype], err
+    assert err <= {torch.float64: 1e-10, torch.float32: 1e-4}[dtype], f"{name}: step != forward, {err} ({clause(6)})"
 
 
 MINE = [n for n in sorted(OPTIONS) if n not in ("linear_ssm", "factorized_linear_attention", "mha")]
@@ -195,7 +217,7 @@ def test_every_mixer_is_built_by_the_one_contract_from_its_declared_defaults(nam
     torch.manual_seed(0)
     m = cls(64, layer_idx=2, seq_len=16, **opts)
     x = torch.randn(1, 16, 64)
-    assert run(m, x).shape == (1, 16, 64)
+    assert run(m, x).shape == (1, 16, 64), f"{name}: {clause(1)}"
 
 
 def test_options_are_keyword_only_and_typed():
@@ -204,9 +226,12 @@ def test_options_are_keyword_only_and_typed():
     for name in OPTIONS:
         cls = registry.get_mixer(name)
         params = list(inspect.signature(cls.__init__).parameters.values())[1:]
-        assert params[0].name == "d_model" and params[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD, name
+        first = params[0].name == "d_model" and params[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        assert first, f"{name}: {clause(1)}"
+        assert all(p.kind is not p.POSITIONAL_OR_KEYWORD for p in params[1:]), f"{name}: {clause(1)}"
         if "fixed_options" not in cls.__dict__:  # presets forward **kw to their base class
-            assert {"layer_idx", "seq_len"} <= {p.name for p in params if p.kind is p.KEYWORD_ONLY}, name
+            kw_only = {p.name for p in params if p.kind is p.KEYWORD_ONLY}
+            assert {"layer_idx", "seq_len"} <= kw_only, f"{name}: {clause(1)}"
 
 
 def test_unknown_or_fixed_options_are_value_errors_naming_them():

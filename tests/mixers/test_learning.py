@@ -14,33 +14,16 @@ from __future__ import annotations
 import pytest
 import torch
 
+from seqmix import registry
 from seqmix.models.lm import DecoderLM
 from seqmix.tasks.assoc_recall import AssocRecall
 from seqmix.training.optim import param_groups
 
+# every registered causal mixer with its own small options (seqmix.mixers.base.Mixer clause 2)
 OPTIONS = {
-    "softmax_attention": {},
-    "nope": {},
-    "rope": {},
-    "rope_qkv": {},
-    "alibi": {},
-    "so2_random_qk": {},
-    "so2_random_qkv": {},
-    "so2_learned_qk": {},
-    "so2_learned_qkv": {},
-    "path": {"chunk": 8},
-    "s4d": {},
-    "s6": {"d_state": 4},
-    "b2s6": {"blocks": 4, "d_state": 4},
-    "b2s6_real": {"blocks": 4, "d_state": 4},
-    "b2s6_nobias": {"blocks": 4, "d_state": 4},
-    "mamba": {"unit_options": {"d_state": 4}},
-    "mamba2": {"headdim": 16, "d_state": 16, "chunk": 8},
-    "sessa": {},
-    "sessa_nofb": {},
-    "linear_ssm": {"state": 16},
-    "factorized_linear_attention": {"heads": 2},
-    "mha": {},
+    n: dict(registry.get_mixer(n).example_options)
+    for n in registry.names("mixer")
+    if getattr(registry.get_mixer(n), "causal", False)
 }
 BOUND = {name: 0.75 for name in OPTIONS}
 BOUND.update({"mamba": 0.92, "mamba2": 0.92, "linear_ssm": 0.97, "factorized_linear_attention": 0.97})

@@ -62,6 +62,9 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
                     f"no variant {', '.join(map(repr, unknown))} (has: {', '.join(exp['variants'])})",
                 )
         validate_component_blocks(path, exp_name, exp)
+    from .leaf_check import validate_leaves
+
+    validate_leaves(path, cfg, scale)  # the merged leaves: what each job is given
     for claim, (where, params) in zip(cfg.get("claims", []), origins):
         try:
             validate_claim(path, where, claim)

@@ -1,24 +1,55 @@
-"""The mixer contract shared by every registered mixer of the shared library.
-
-Constructor (one for all): ``Mixer(d_model, *, layer_idx=0, seq_len=None, **options)``. The options are the
-typed keyword-only parameters of ``__init__``, with their constraints beside them (``seqmix.options``); the
-config schema is generated from them. ``layer_idx`` is the mixer's position in its stack: a mixer that
-needs per-layer values (e.g. independent random seeds) derives them from its own options and ``layer_idx``.
-``seq_len`` is the model's sequence length (None when the model has none). A mixer that maps d_in -> d_out
-channels takes ``d_model`` = d_in and ``d_out`` as an option.
-Forward: causal mixers map x: (B, L, d_model) -> (B, L, d_model) and output t depends on inputs 0..t only.
-Mixers with a recurrent form also offer ``init_state(batch) -> state`` and ``step(x_t, state) -> (y_t, state)``
-with x_t: (B, d_model); stepping through a sequence equals the parallel forward.
-``backend``: which implementation of the mixer's op ran ("reference" here; the selective-scan units report
-"lean" on CPU, a Triton kernel "triton"); ``seqmix.ops.backends.backend_report`` collects it per layer.
-"""
+"""The mixer contract shared by every registered mixer of the shared library: :class:`Mixer` (its docstring
+is the contract, clause by clause; ``tests/mixers/test_contract.py`` enforces each clause for every registered
+mixer and names the clause it finds broken), plus ``build_mixer`` and ``register_preset``."""
 
 from __future__ import annotations
 
+from typing import Any, ClassVar, Protocol
+
+import torch
 from torch import nn
 
 from .. import registry
 from ..options import option_names
+
+
+class Mixer(Protocol):
+    """The contract of a registered mixer; tests/mixers/test_contract.py checks every clause below.
+
+    1. Constructor: ``Mixer(d_model, *, layer_idx=0, seq_len=None, **options)``. ``d_model`` is the only
+       positional parameter; ``layer_idx`` and ``seq_len`` are keyword-only (a preset made by
+       ``register_preset`` forwards them); every option is a typed keyword-only parameter with its constraints
+       beside it (``seqmix.options``), and the config schema is generated from them. ``layer_idx`` is the
+       mixer's position in its stack (per-layer values, e.g. random seeds, derive from it); ``seq_len`` is the
+       model's sequence length (None when the model has none). A mixer mapping d_in -> d_out channels takes
+       ``d_model`` = d_in and ``d_out`` as an option. Built from the defaults its signature declares (plus its
+       required options) at width 64, it runs.
+    2. ``example_options``: a class attribute, small options that build it at width 8 and length 6 (the
+       contract test) and learn at width 32 (the learning test); valid against the generated schema.
+       ``benchmarks/mixers.py`` takes its required options from it. None of the three keeps a hand list, so
+       a new mixer needs no edit of theirs.
+    3. ``causal``: a bool class attribute. A causal mixer's output at t depends on inputs 0..t only; a
+       non-causal one (``bidirectional``) sees the whole sequence.
+    4. ``forward(x)``: x (B, L, d_model) -> (B, L, d_model), of x's dtype (float32 and float64), finite, and
+       differentiable (float64 gradcheck).
+    5. ``backend``: a str attribute (or property) naming the implementation that ran: "reference" for the
+       shared library's torch code, "lean" for the selective-scan units on CPU, "triton" for a Triton kernel,
+       "torch-reference" for the heads paper's plain-torch mixers; ``seqmix.ops.backends.backend_report``
+       collects it per layer.
+    6. Step mode, optional (``seqmix.capabilities.StepMode``): a causal mixer with a recurrent form offers
+       ``init_state(batch, dtype=torch.float32, device=None) -> state`` and ``step(x_t, state) -> (y_t, state)``
+       with x_t, y_t: (B, d_model); stepping through a sequence from ``init_state`` equals the parallel forward.
+       A mixer has both methods or neither.
+    """
+
+    example_options: ClassVar[dict]
+    causal: ClassVar[bool]
+    backend: Any  # str, or a property / ``ops.backends.BackendOf`` descriptor giving one
+
+    def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, **options: Any) -> None: ...
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor: ...
+
 
 # Facts of the model a mixer may declare as an option (e.g. per-token tables need the vocabulary size);
 # the model fills them unless the config sets them.

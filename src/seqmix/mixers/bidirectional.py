@@ -7,6 +7,8 @@ copy starts at each sequence's own last real token and never reads padding befor
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 from torch import nn
 
@@ -28,6 +30,7 @@ def flip_valid(x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
 
 @register_mixer("bidirectional")
 class Bidirectional(nn.Module):
+    example_options: ClassVar[dict] = {"mixer": {"name": "s4d", "d_state": 3}}  # Mixer clause 2
     causal = False
 
     def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, mixer: MixerSpec):

@@ -10,7 +10,7 @@ feature map (pitfall P2); the causal mask multiplies after the inner product.
 from __future__ import annotations
 
 import math
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import torch
 from torch import nn
@@ -21,6 +21,11 @@ from ..registry import register_mixer
 
 @register_mixer("factorized_linear_attention")
 class FactorizedLinearAttention(nn.Module):
+    causal: ClassVar[bool] = True
+    # pure torch: the value backend_report gives a model of no declared backend, so the run tags stay the same
+    backend: ClassVar[str] = "torch-reference"
+    example_options: ClassVar[dict] = {"heads": 2}  # Mixer clause 2
+
     def __init__(
         self,
         d_model: int,

@@ -18,7 +18,7 @@ the materialised kernel (``forward_conv``) and the FFT convolution (``forward_ff
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import torch
 from torch import nn
@@ -39,6 +39,11 @@ def haar_orthogonal(
 
 @register_mixer("linear_ssm")
 class LinearSSM(nn.Module):
+    causal: ClassVar[bool] = True
+    # pure torch: the value backend_report gives a model of no declared backend, so the run tags stay the same
+    backend: ClassVar[str] = "torch-reference"
+    example_options: ClassVar[dict] = {"state": 16}  # Mixer clause 2
+
     def __init__(
         self,
         d_model: int,

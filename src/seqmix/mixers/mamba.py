@@ -10,7 +10,7 @@ scalar-identity SSD (``mamba2``; sessa spec §2.5), chunked (default) or recurre
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
@@ -48,6 +48,8 @@ _UNITS = {"s6": S6, "s4d": S4D, "b2s6": B2S6}
 @register_mixer("mamba")
 class MambaBlock(nn.Module):
     """Mamba-1 mixer: y = out_proj(unit(SiLU(conv(x W_x))) * SiLU(x W_z)), d_inner = expand * d_model."""
+
+    example_options: ClassVar[dict] = {"unit_options": {"d_state": 4}}  # Mixer clause 2
 
     causal = True
     native_block = "pre_norm"  # its standard block (models.blocks, block: native): x + mixer(RMSNorm x)
@@ -119,6 +121,8 @@ class _GatedRMSNorm(nn.Module):
 class Mamba2(nn.Module):
     """Mamba2 mixer (sessa spec §2.5): [z, xBC, dt] = in_proj(u); xBC = SiLU(conv(xBC)); SSD with a scalar
     A per head; y = out_proj(RMSNorm(y * SiLU(z)))."""
+
+    example_options: ClassVar[dict] = {"headdim": 16, "d_state": 16, "chunk": 8}  # Mixer clause 2
 
     backend = BackendOf(select=lambda m: (ssd_ops.OP,) if m.mode == "chunked" else ())
 

@@ -11,6 +11,8 @@ last position.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 from torch import nn
 
@@ -20,6 +22,11 @@ from ..registry import register_mixer
 
 @register_mixer("mha")
 class CausalMHA(nn.Module):
+    causal: ClassVar[bool] = True
+    # pure torch: the value backend_report gives a model of no declared backend, so the run tags stay the same
+    backend: ClassVar[str] = "torch-reference"
+    example_options: ClassVar[dict] = {}  # Mixer clause 2
+
     def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, heads: PosInt = 4):
         super().__init__()
         if not isinstance(heads, int) or heads < 1 or d_model % heads:

@@ -19,7 +19,7 @@ It is the Sessa decoder layer and, with another mixer, the spec's ``macro=shared
 from __future__ import annotations
 
 import math
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -36,6 +36,7 @@ from .base import check_divides, check_input, check_positive_int, register_prese
 
 @register_mixer("sessa")
 class SessaMixer(nn.Module):
+    example_options: ClassVar[dict] = {}  # Mixer clause 2
     # the forward branch runs the rotation-attention op only where its kernel runs (else SDPA, which the op's
     # automatic choice there, "reference", names too); the feedback branch always calls its op
     backend = BackendOf(select=lambda m: (ra_ops.OP, fs_ops.ATTENTION_OP) if m.feedback else (ra_ops.OP,))

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import typing
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
@@ -59,6 +59,7 @@ def alibi_slopes(heads: int) -> torch.Tensor:
 
 @register_mixer("softmax_attention")
 class SoftmaxAttention(nn.Module):
+    example_options: ClassVar[dict] = {}  # Mixer clause 2
     # what forward runs on the module's device: the op's kernel where ``uses_kernel``, else plain torch (SDPA or
     # the query-blocked path), which the op's automatic choice off CUDA ("reference") names as well
     backend = BackendOf(select=lambda m: (ra_ops.OP,) if m.head_dim % 2 == 0 else ())
@@ -287,6 +288,8 @@ class PaTHAttention(nn.Module):
     (The PaTH paper also runs a short convolution before normalising w; left out here.)
     ``blocked_from``: sequences longer than this take the softmax one chunk of queries at a time
     (``path_attention_blocked``: no T x T logits, memory linear in T without autograd; the same outputs)."""
+
+    example_options: ClassVar[dict] = {"chunk": 8}  # Mixer clause 2
 
     backend = BackendOf(path_ops.OP)
 

@@ -21,7 +21,7 @@ A = -exp(log_re) + i im keeps Re A < 0.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
@@ -110,6 +110,8 @@ def _cplx(shape, std: float) -> torch.Tensor:
 class S4D(_ScanUnit):
     """S4D unit: x_k = exp(Delta A) x_{k-1} + Delta phi1(Delta A) B u_k, y_k = Re(C x_k) (+ D u_k), per channel."""
 
+    example_options: ClassVar[dict] = {}  # Mixer clause 2
+
     backend = BackendOf(select=lambda m: (fftconv.OP,) if m.mode == "conv" else (ss_ops.OP,))
 
     def __init__(
@@ -187,6 +189,8 @@ class S4D(_ScanUnit):
 class S6(_ScanUnit):
     """S6 unit: Delta_k = softplus(dt(u_k) + b), B_k = B u_k, C_k = u_k^T C (shared across channels), real A."""
 
+    example_options: ClassVar[dict] = {"d_state": 4}  # Mixer clause 2
+
     def __init__(
         self,
         d_model: int,
@@ -240,6 +244,8 @@ class S6(_ScanUnit):
 class B2S6(_ScanUnit):
     """B2S6 unit: per block j, Delta = softplus(w_j . u^[j] + b_(j,i)), Bin = B_w^[j] u^[j] + B_bias_(j,i),
     C = u^[j]^T C^[j]; x = exp(Delta A) x + Delta phi1(Delta A) Bin u_(j,i); y = Re(C x)."""
+
+    example_options: ClassVar[dict] = {"blocks": 4, "d_state": 4}  # Mixer clause 2
 
     def __init__(
         self,

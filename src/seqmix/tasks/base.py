@@ -29,5 +29,27 @@ class Task:
     def test_set(self) -> tuple[torch.Tensor, torch.Tensor]:
         raise NotImplementedError
 
+    def evaluate(self, model: torch.nn.Module) -> dict:
+        """The test metrics of a trained ``model`` ({name: float}), run by the evaluate stage. Required of every
+        task whose experiment lists the evaluate stage (the default): the config loader refuses one that does
+        not override this before any job (``seqmix.training.work.StageWork.lacks``)."""
+        raise NotImplementedError(
+            f"{type(self).__qualname__} implements no evaluate(model): it cannot run the evaluate stage"
+        )
+
+    @staticmethod
+    def predict(model: torch.nn.Module, inputs: torch.Tensor, batch_size: int) -> torch.Tensor:
+        """``model(inputs)`` for evaluation: in eval mode, without gradients, ``batch_size`` rows at a time,
+        each output as float32 on the CPU, concatenated; the model's training mode is restored."""
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.no_grad():
+                return torch.cat(
+                    [model(inputs[i : i + batch_size]).float().cpu() for i in range(0, len(inputs), batch_size)]
+                )
+        finally:
+            model.train(was_training)
+
     def loss(self, pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return torch.mean((pred - target) ** 2)

@@ -155,13 +155,7 @@ class ClassificationSet(Task):
     def evaluate(self, model: torch.nn.Module) -> dict:
         """Accuracy and cross-entropy on the evaluation split; chance = the majority-class share."""
         x, y = self.test_set()
-        was_training = model.training
-        model.eval()
-        with torch.no_grad():
-            logits = torch.cat(
-                [model(x[i : i + self.eval_batch]).float().cpu() for i in range(0, len(y), self.eval_batch)]
-            )
-        model.train(was_training)
+        logits = self.predict(model, x, self.eval_batch)
         majority = torch.bincount(y, minlength=self.n_classes).max() / len(y)
         return {
             "accuracy": float((logits.argmax(-1) == y).double().mean()),

@@ -134,22 +134,15 @@ class SymbolSoup(Task):
         """pred: (B, 20) logits; mean cross-entropy."""
         return F.cross_entropy(pred.float(), target)
 
-    def predict(self, model: torch.nn.Module, split: str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def split_logits(self, model: torch.nn.Module, split: str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(logits (N, 20) float32, labels (N,)) over a split (default the evaluation split), in eval mode; with
         ``data.stats(split)`` this gives accuracy by block length or lag (the spec's derived E1 plots)."""
         x, y = self.split_set(split or self.eval_split)
-        was_training = model.training
-        model.eval()
-        with torch.no_grad():
-            logits = torch.cat(
-                [model(x[i : i + self.eval_batch]).float().cpu() for i in range(0, len(y), self.eval_batch)]
-            )
-        model.train(was_training)
-        return logits, y
+        return self.predict(model, x, self.eval_batch), y
 
     def evaluate(self, model: torch.nn.Module) -> dict:
         """Accuracy and cross-entropy over the evaluation split (balanced, so a constant predictor scores 0.05)."""
-        logits, y = self.predict(model)
+        logits, y = self.split_logits(model)
         return {
             "accuracy": float((logits.argmax(-1) == y).double().mean()),
             "loss": float(F.cross_entropy(logits, y)),

@@ -25,6 +25,25 @@ class StageWork:
         self.device = str(self.runtime.device)
 
     @staticmethod
+    def lacks(task_cls: type, stage: str) -> str | None:
+        """Why the task class ``task_cls`` cannot run ``stage`` (None when it can): train needs its own
+        ``batch``, evaluate its own ``evaluate`` (``Task``'s raise), diagnose a probe registered for it
+        (``seqmix.diagnostics.probes.PROBES``). The config loader calls this before any job."""
+        from ..tasks.base import Task
+
+        if stage == "train" and getattr(task_cls, "batch", Task.batch) is Task.batch:
+            return "it implements no batch(seed, step, rank, size) (seqmix.tasks.base.Task)"
+        if stage == "evaluate" and getattr(task_cls, "evaluate", Task.evaluate) is Task.evaluate:
+            return "it implements no evaluate(model) (seqmix.tasks.base.Task)"
+        if stage == "diagnose":
+            from ..diagnostics.probes import PROBES
+
+            if not any(issubclass(task_cls, c) for c in PROBES):
+                known = ", ".join(c.__name__ for c in PROBES)
+                return f"no diagnose probe is registered for it (seqmix.diagnostics.probes.PROBES has: {known})"
+        return None
+
+    @staticmethod
     def init_distributed(device: str) -> None:
         """Data-parallel when launched with several tasks (RANK/WORLD_SIZE or SLURM); NCCL only on CUDA."""
         distributed.init_from_env(device)

@@ -1,0 +1,165 @@
+"""Validation of the merged leaves: what a job is actually given, checked before any job.
+
+``components.validate_component_blocks`` checks each config block against the components in force where it
+is written; a leaf is the deep merge of the base, the variant, the scale's ``set`` and the variant's
+per-scale block (``leaves.leaf_config``), so an option can be valid in its block and wrong in the leaf: a
+variant that names another mixer still inherits the base's other mixer options (``heads: 2`` of an attention
+base leaking into an S6 variant). Here every leaf of the scale is checked against the options schema of the
+task, model and mixer it names (the generated schema of ``seqmix.options``, cached per class), and every
+task an experiment uses must implement the experiment's stages (``seqmix.training.work.StageWork.lacks``,
+reached through the registry). Errors name the paper file, the experiment and variant, and the bad key.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from ..results import DEFAULT_STAGES
+from .base import ConfigError, get_path, validate
+from .leaves import expand_leaves
+
+
+@functools.cache
+def _schema(cls: type) -> dict:
+    """The options schema of ``cls`` without ``required`` (the model fills sizes and model facts), generated once
+    per class: the DAG parse checks every leaf."""
+    from ..options import options_schema
+
+    schema = dict(options_schema(cls))
+    schema.pop("required", None)
+    return schema
+
+
+@functools.cache
+def _component_options(cls: type) -> dict[str, str]:
+    from ..options import component_options
+
+    return component_options(cls)
+
+
+@functools.cache
+def _lacks(task_cls: type, stage: str) -> str | None:
+    from .. import registry
+
+    return registry.worker("stages").lacks(task_cls, stage)
+
+
+def validate_leaves(paper_file: Path, cfg: dict, scale: str) -> None:
+    """Every leaf of ``cfg`` at ``scale`` (one per experiment, variant and sweep point: seeds share a config)
+    against its components' schemas and the experiment's stages; ConfigError naming where the bad key came from."""
+    seen: set = set()
+    for leaf in expand_leaves(cfg["paper"], cfg, scale):
+        key = (leaf.experiment, leaf.variant, leaf.point)
+        if key in seen:
+            continue
+        seen.add(key)
+        exp = cfg["experiments"][leaf.experiment]
+        _check_leaf(paper_file, exp, leaf, scale)
+
+
+def _check_leaf(paper_file: Path, exp: dict, leaf: Any, scale: str) -> None:
+    from .. import registry
+
+    c = leaf.config
+    where = f"experiments.{leaf.experiment}.variants.{leaf.variant}"
+    at = f"the merged leaf of variant {leaf.variant!r} ({where}) at scale {scale!r}" + (
+        f", sweep point {leaf.point!r}" if leaf.point != "-" else ""
+    )
+
+    def fail(keypath: str, problem: str) -> None:
+        origin = _origin(exp, leaf.variant, scale, keypath)
+        hint = ""
+        kind = keypath.split(".")[0] if not keypath.startswith("model.mixer") else "model.mixer"
+        if (
+            origin
+            and origin.startswith("base.")
+            and get_path((exp["variants"].get(leaf.variant) or {}), f"{kind}.name")
+        ):
+            hint = (
+                f"; it comes from experiments.{leaf.experiment}.{origin}, merged into a variant that names its own "
+                f"{kind.split('.')[-1]} ({kind}.name: {get_path(c, kind + '.name')!r}): a variant replacing a "
+                "component's name still inherits the base's other options of that block, so set this option "
+                "per variant instead of in the base"
+            )
+        elif origin:
+            hint = f"; set at experiments.{leaf.experiment}.{origin}"
+        raise ConfigError(paper_file, where, f"{at}: {keypath}: {problem}{hint}")
+
+    classes = {}
+    for kind, keypath in (("task", "task.name"), ("model", "model.name"), ("mixer", "model.mixer.name")):
+        name = get_path(c, keypath)
+        if name is None:
+            continue
+        try:
+            classes[kind] = registry.get(kind, name)
+        except registry.UnknownName as e:
+            fail(keypath, str(e))
+    if "task" in classes:
+        _check_options(classes["task"], c.get("task") or {}, "task", fail)
+    if "model" in classes:
+        model = {k: v for k, v in (c.get("model") or {}).items() if k != "mixer"}
+        _check_options(classes["model"], model, "model", fail)
+    if "mixer" in classes:
+        _check_options(classes["mixer"], get_path(c, "model.mixer"), "model.mixer", fail)
+    task_cls = classes.get("task")
+    if task_cls is not None:
+        for stage in exp.get("stages") or DEFAULT_STAGES:
+            why = _lacks(task_cls, stage)
+            if why:
+                fail(
+                    "task.name",
+                    f"the task {get_path(c, 'task.name')!r} ({task_cls.__qualname__}) cannot run the stage {stage!r} "
+                    f"that experiments.{leaf.experiment}.stages lists: {why}",
+                )
+
+
+def _check_options(cls: type, block: dict, keypath: str, fail) -> None:
+    from .. import registry
+
+    if not isinstance(block, dict):
+        return
+    schema = _schema(cls)
+    allowed = schema["properties"]
+    for k in block:
+        if k != "name" and k not in allowed:
+            fail(
+                f"{keypath}.{k}",
+                f"{cls.__qualname__} (registered as {getattr(cls, 'registered_name', '?')!r}) has no option {k!r}; "
+                f"its options: {', '.join(sorted(allowed)) or 'none'}",
+            )
+    try:
+        validate({k: v for k, v in block.items() if k != "name"}, schema, "leaf", keypath)
+    except ConfigError as e:
+        fail(e.keypath, e.message)
+    for opt, kind in _component_options(cls).items():
+        spec = block.get(opt)
+        if isinstance(spec, dict) and "name" in spec:
+            try:
+                inner = registry.get(kind, spec["name"])
+            except registry.UnknownName as e:
+                fail(f"{keypath}.{opt}.name", str(e))
+            _check_options(inner, spec, f"{keypath}.{opt}", fail)
+
+
+def _origin(exp: dict, variant: str, scale: str, keypath: str) -> str | None:
+    """Which block of the experiment sets ``keypath`` in the leaf (the last one merged wins), as a key path
+    relative to the experiment; None when none does (a sweep value, or a default)."""
+    sweep = exp.get("sweep")
+    if sweep and (keypath == sweep["path"] or keypath.startswith(sweep["path"] + ".")):
+        return "sweep.path"
+    vspec = exp["variants"].get(variant) or {}
+    blocks = [
+        (f"variants.{variant}.scales.{scale}", (vspec.get("scales") or {}).get(scale) or {}),
+        (f"scales.{scale}.set", exp["scales"][scale].get("set") or {}),
+        (f"variants.{variant}", vspec),
+        ("base", exp.get("base") or {}),
+    ]
+    for name, block in blocks:
+        if get_path(block, keypath, _MISSING) is not _MISSING:
+            return f"{name}.{keypath}"
+    return None
+
+
+_MISSING = object()
