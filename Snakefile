@@ -34,4 +34,4 @@ include: "workflow/rules/report.smk"
 rule all:
     default_target: True
     input:
-        all_targets(),
+        get_all_targets,

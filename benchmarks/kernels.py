@@ -72,8 +72,8 @@ def scan_inputs(shape, dtype, device, seed=0):
     B2S6's default (complex, per-channel bias); G = 1 is S6 with a complex state."""
     Nb, L, d, n, G = shape
     gen = torch.Generator().manual_seed(seed)
-    rnd = lambda *s: torch.randn(*s, generator=gen)  # noqa: E731
-    cpx = lambda *s: torch.complex(rnd(*s), rnd(*s)) * 0.7  # noqa: E731
+    rnd = lambda *s: torch.randn(*s, generator=gen)
+    cpx = lambda *s: torch.complex(rnd(*s), rnd(*s)) * 0.7
     A = torch.complex(-torch.exp(rnd(d, n) - 0.5), 3 * rnd(d, n))
     delta = torch.nn.functional.softplus(rnd(Nb, L, d) - 2)
     real = [t.to(device=device, dtype=dtype) for t in (rnd(Nb, L, d), delta)]
@@ -100,7 +100,7 @@ def ssd_inputs(shape, dtype, device, seed=0):
     """x (Nb, L, H, P), dt (Nb, L, H) > 0, A (H,) < 0, B, C (Nb, L, G, N), D (H,): Mamba2's SSD inputs."""
     Nb, L, H, P, N, G = shape
     gen = torch.Generator().manual_seed(seed)
-    rnd = lambda *s: torch.randn(*s, generator=gen)  # noqa: E731
+    rnd = lambda *s: torch.randn(*s, generator=gen)
     dt = torch.nn.functional.softplus(rnd(Nb, L, H) - 2)
     ins = (rnd(Nb, L, H, P), dt, -torch.exp(rnd(H)), rnd(Nb, L, G, N), rnd(Nb, L, G, N), rnd(H))
     return [t.to(device=device, dtype=dtype) for t in ins]

@@ -105,7 +105,7 @@ def op_growth(L1: int, L2: int, threads: int) -> list[dict]:
         Nb, d, n = 4, 64, 16
         u, delta = torch.randn(Nb, L, d), torch.rand(Nb, L, d) * 0.1
         A, B, C = -torch.rand(d, n) - 0.5, torch.randn(Nb, L, 1, n), torch.randn(Nb, L, 1, n)
-        ref = lambda: ss.selective_scan(u, delta, A, B, C)  # noqa: E731
+        ref = lambda: ss.selective_scan(u, delta, A, B, C)
 
         def loop():
             x = torch.zeros(Nb, d, n)

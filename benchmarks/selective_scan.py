@@ -54,7 +54,7 @@ def make_inputs(unit: str, L: int) -> dict:
     import torch
 
     g = torch.Generator().manual_seed(L)
-    r = lambda *s: torch.randn(*s, generator=g)  # noqa: E731
+    r = lambda *s: torch.randn(*s, generator=g)
     if unit == "b2s6":
         A = torch.complex(-0.5 * torch.ones(N), torch.pi * torch.arange(N, dtype=torch.float32))
         B, Bb = torch.complex(r(BATCH, L, GROUPS, N), r(BATCH, L, GROUPS, N)), torch.complex(r(D, N), r(D, N))

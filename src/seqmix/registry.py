@@ -190,6 +190,25 @@ def artefact_function(paper: str, name: str) -> Callable:
     return table[name]
 
 
+def lazy_artefacts(package: str, where: dict[str, list[str]]) -> dict[str, Callable]:
+    """A paper's ``ARTEFACTS`` map from ``{module: [function, ...]}`` (modules of ``package``): each artefact
+    ``package.module.function``, imported when called, so an artefact job imports only its own module (a
+    table job never loads matplotlib, an analysis of CSVs never torch)."""
+
+    def lazy(module: str, function: str) -> Callable:
+        def run(spec: dict, out) -> None:
+            getattr(importlib.import_module(f"{package}.{module}"), function)(spec, out)
+
+        run.__name__ = run.__qualname__ = function
+        run.__doc__ = f"{package}.{module}.{function}, imported on call."
+        return run
+
+    table = {name: lazy(module, name) for module, names in where.items() for name in names}
+    if len(table) != sum(len(n) for n in where.values()):
+        raise ValueError(f"{package}: an artefact name is given twice")
+    return table
+
+
 # ----------------------------------------------------------------------------- model-side workers
 
 # What the pipeline runs on the model side, as "module:attribute" (imported on first use).

@@ -174,16 +174,24 @@ def discard_corrupt(paths) -> list[Path]:
     ``.json`` with no checksum (a cell marker), does not parse; returns the files moved. Run before the DAG
     is built: Snakemake then sees them missing and reruns the rules that make them."""
     moved = []
-    for path in map(Path, paths):
-        why = _corruption(path)
-        if why is None:
-            continue
+    for path, why in find_corrupt(paths):
         log.warning("%s: %s; moved aside to %s.corrupt so the DAG makes it again", path, why, path.name)
         os.replace(path, path.with_name(path.name + ".corrupt"))
         if checksum_path(path).exists():
             os.replace(checksum_path(path), path.with_name(path.name + ".corrupt.sha256"))
         moved.append(path)
     return moved
+
+
+def find_corrupt(paths) -> list[tuple[Path, str]]:
+    """(path, why) for each existing file of ``paths`` that discard_corrupt would move aside; moves nothing
+    (a dry run names them)."""
+    found = []
+    for path in map(Path, paths):
+        why = _corruption(path)
+        if why is not None:
+            found.append((path, why))
+    return found
 
 
 def _corruption(path: Path) -> str | None:

@@ -104,7 +104,7 @@ def _wait_for_checkpoint(out_dir: Path, proc, min_step: int = 1000, timeout: flo
         if ckpt.exists():
             try:
                 step = int(torch.load(ckpt, weights_only=True)["step"])
-            except Exception:  # noqa: BLE001 — being replaced right now
+            except Exception:  # being replaced right now
                 step = 0
             if step >= min_step:
                 return step

@@ -28,8 +28,8 @@ def scan_args(L=7, G=2, d=4, n=3, Nb=2):
 
 def scan_case(expected=None, chunk=None, disc="zoh", **changes):
     a = {**scan_args(**{k: changes.pop(k) for k in ("L", "G") if k in changes}), **changes}
-    run = lambda: ss.selective_scan(**a, disc=disc, chunk=chunk, return_state=True)  # noqa: E731
-    oracle = lambda: selective_scan_loop(*(a[k] for k in ("u", "delta", "A", "B", "C", "B_bias", "D")), disc, a["x0"])  # noqa: E731
+    run = lambda: ss.selective_scan(**a, disc=disc, chunk=chunk, return_state=True)
+    oracle = lambda: selective_scan_loop(*(a[k] for k in ("u", "delta", "A", "B", "C", "B_bias", "D")), disc, a["x0"])
     return run, expected or oracle
 
 
@@ -121,7 +121,7 @@ def test_ssd_step_edges():
     a = ssd_args(L=1)
     step = lambda **k: ssd.ssd_step(
         **{**dict(state=a["h0"], x=a["x"][:, 0], dt=a["dt"][:, 0], A=a["A"], B=a["B"][:, 0], C=a["C"][:, 0]), **k}
-    )  # noqa: E501, E731
+    )  # E731
     with pytest.raises(ValueError, match=r"state.*\(Nb, H, P, N\)"):
         step(state=_r(2, 4, 3, 4))
     with pytest.raises(ValueError, match=r"group count G = 3.*divide H = 4"):

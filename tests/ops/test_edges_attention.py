@@ -117,10 +117,10 @@ def path_case(expected=None, chunk=2, T=5, logits=False, **changes):
     a = {**path_args(T), **changes}
     if logits:  # the unscaled logits alone, against the explicit Householder products
         a.pop("v")
-        run = lambda: path_attention.path_logits(**a, chunk=chunk)  # noqa: E731
+        run = lambda: path_attention.path_logits(**a, chunk=chunk)
         return run, expected or (
             lambda: torch.stack([path_logits_explicit(*(t[0, h] for t in a.values())) for h in range(2)])[None]
-        )  # noqa: E501
+        )
     return (lambda: path_attention.path_attention(**a, chunk=chunk)), expected or (lambda: path_oracle(**a))
 
 

@@ -56,7 +56,7 @@ def test_ssd_chunked_float32_matches_float64_for_large_mixed_steps(pattern, chun
     Nb, L, H, P, N, G = 2, 192, 4, 8, 16, 2
     A = -torch.tensor([0.5, 1.0, 2.0, 4.0], dtype=F64)
     dt = mixed_steps(pattern, (Nb, L, H), chunk, g) / A.abs()
-    r = lambda *s: torch.randn(*s, generator=g, dtype=F64)  # noqa: E731
+    r = lambda *s: torch.randn(*s, generator=g, dtype=F64)
     inputs = [r(Nb, L, H, P), dt, A, r(Nb, L, G, N), r(Nb, L, G, N), r(H), r(Nb, H, P, N)]
     ref, ref_grads = grads(lambda *a: ssd_loop(*a), inputs)
     f32 = [t.float() for t in inputs]
@@ -75,7 +75,7 @@ def test_selective_scan_float32_matches_float64_for_large_mixed_steps(pattern, c
     A = torch.complex(re, torch.linspace(-3, 3, n, dtype=F64)) if complex_ else re
     # one step per channel; dt*|Re A| spans [0, 20] over the states of a channel
     delta = mixed_steps(pattern, (Nb, L, d), 16, g) / 4.0
-    r = lambda *s: torch.randn(*s, generator=g, dtype=F64)  # noqa: E731
+    r = lambda *s: torch.randn(*s, generator=g, dtype=F64)
     B, C = r(Nb, L, Gr, n), r(Nb, L, Gr, n)
     if complex_:
         B, C = torch.complex(B, r(Nb, L, Gr, n)), torch.complex(C, r(Nb, L, Gr, n))

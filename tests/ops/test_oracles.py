@@ -33,7 +33,7 @@ def _gen(seed=0):
 
 def scan_inputs(Nb=2, L=11, d=4, n=3, G=2, complex_=False, bias=False, seed=0, dtype=torch.float64):
     g = _gen(seed)
-    r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)  # noqa: E731
+    r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64)
     u = r(Nb, L, d)
     delta = torch.nn.functional.softplus(r(Nb, L, d) - 1)
     re = -torch.exp(r(n) * 0.5)
@@ -54,7 +54,7 @@ def scan_inputs(Nb=2, L=11, d=4, n=3, G=2, complex_=False, bias=False, seed=0, d
             if dtype == torch.float32
             else t.dtype
         )
-    )  # noqa: E731
+    )
     return [cast(t) for t in (u, delta, A, B, C, Bb, D)]
 
 

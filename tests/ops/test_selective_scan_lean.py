@@ -27,8 +27,8 @@ def scan_args(kind="complex", Nb=3, L=11, d=4, n=3, G=2, bias=True, tie_A=False,
     """Inputs of one scan: A complex in 'complex' and 'complexA-realB', B (and B_bias) complex in 'complex'
     and 'realA-complexB', C complex in 'complex' only (B2S6's C is real)."""
     g = torch.Generator().manual_seed(seed)
-    r = lambda *s: torch.randn(*s, generator=g, dtype=dtype)  # noqa: E731
-    cx = lambda re, yes: torch.complex(re, r(*re.shape)) if yes else re  # noqa: E731
+    r = lambda *s: torch.randn(*s, generator=g, dtype=dtype)
+    cx = lambda re, yes: torch.complex(re, r(*re.shape)) if yes else re
     a_cplx, b_cplx = kind in ("complex", "complexA-realB"), kind in ("complex", "realA-complexB")
     A = cx(-torch.exp(0.5 * r(*((n,) if tie_A else (d, n)))), a_cplx)
     if a_cplx:
@@ -96,7 +96,7 @@ def test_chunk_sizes_and_float32(chunk):
     (y, _), grads = run_with_grads(lean.selective_scan, args, "zoh", chunk)
     (y_ref, _), grads_ref = run_with_grads(reference.selective_scan, args, "zoh", None)
     assert rel_err(y, y_ref) <= 1e-10 and all(rel_err(grads[k], grads_ref[k]) <= 1e-10 for k in grads)
-    single = lambda t: t.to(torch.complex64 if t.is_complex() else torch.float32)  # noqa: E731
+    single = lambda t: t.to(torch.complex64 if t.is_complex() else torch.float32)
     args32 = {k: None if t is None else single(t) for k, t in args.items()}
     (y32, _), grads32 = run_with_grads(lean.selective_scan, args32, "zoh", chunk)
     assert y32.dtype == torch.float32 and rel_err(y32.double(), y_ref) <= 1e-5

@@ -77,8 +77,8 @@ def scan_inputs(
     |Delta A| under 0.1, where phi1 switches to its series), B/C per group; None for what is off.
     ``split``: B and C are the two halves of one projection (strided views, as a fused x_proj gives)."""
     gen = torch.Generator().manual_seed(seed)
-    rnd = lambda *s: torch.randn(*s, generator=gen, dtype=F64)  # noqa: E731
-    cpx = lambda on, *s: torch.complex(rnd(*s), rnd(*s)) if on else rnd(*s)  # noqa: E731
+    rnd = lambda *s: torch.randn(*s, generator=gen, dtype=F64)
+    cpx = lambda on, *s: torch.complex(rnd(*s), rnd(*s)) if on else rnd(*s)
     A_shape = (n,) if tied else (d, n)
     A_re = -torch.exp(rnd(*A_shape) - 0.5)
     A = torch.complex(A_re, 3 * rnd(*A_shape)) if cplx_A else A_re

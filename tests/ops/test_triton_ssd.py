@@ -61,7 +61,7 @@ def ssd_inputs(Nb, L, H, P, N, G, dtype, *, D=True, h0=False, seed=0):
     """[x, dt, A, B, C, D, h0] as Mamba2 builds them: dt > 0 (softplus), A < 0 per head, B/C per group (some
     dt |A| large, so decays near 0 and near 1 both occur); None for what is off."""
     gen = torch.Generator().manual_seed(seed)
-    rnd = lambda *s: torch.randn(*s, generator=gen, dtype=F64)  # noqa: E731
+    rnd = lambda *s: torch.randn(*s, generator=gen, dtype=F64)
     dt = torch.nn.functional.softplus(rnd(Nb, L, H) - 1)
     A = -torch.exp(rnd(H))
     ins = [rnd(Nb, L, H, P), dt, A, rnd(Nb, L, G, N), rnd(Nb, L, G, N)]

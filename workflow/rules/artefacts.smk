@@ -35,7 +35,7 @@ for _paper, _cfg in PAPERS.items():
                 R(_paper, "benchmarks", "artefacts", f"{_name}.tsv")
             localrule: True
             params:
-                out=lambda w, output: Path(output[0]).parent,  # the kind dir (writes are plain file names)
+                out=get_output_dir,  # the kind dir (writes are plain file names)
                 caption=_decl["caption"],
                 html=_html_args,  # the shown CSV -> the HTML the report shows
             shell:

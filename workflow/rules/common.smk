@@ -106,6 +106,49 @@ def threads_of(paper, experiment):
     return PAPERS[paper]["experiments"][experiment]["scales"][SCALE].get("threads", config["threads"])
 
 
+# Input, params and threads functions of the rules (named, so a rule reads as data)
+def get_threads(wildcards):
+    return threads_of(wildcards.paper, wildcards.experiment)
+
+
+def get_trained_marker(wildcards):
+    """diagnose reads the trained model when the experiment trains (else the model at initialisation)."""
+    w = wildcards
+    if "train" not in stages_of(w.paper, w.experiment):
+        return []
+    return [str(layout.cell_marker(RESULTS, w.paper, w.experiment, w.cell, "train"))]
+
+
+def get_collect_inputs(wildcards):
+    """The last stage's markers of every cell of an experiment."""
+    w = wildcards
+    last = stages_of(w.paper, w.experiment)[-1]
+    return [str(layout.cell_marker(RESULTS, w.paper, w.experiment, c, last)) for c in cells_of(w.paper, w.experiment)]
+
+
+def get_claims_inputs(wildcards):
+    return claims_inputs(wildcards.paper)
+
+
+def get_claims_caption(wildcards):
+    return (
+        f"Claims of {wildcards.paper}: the paper's numbers and statements beside ours, led by the verdict "
+        "counts per kind (reproduction / derived / consistency, the last not evidence) and source "
+        "(paper / spec-derived / closed-form); each with its seeds and a verdict (holds / differs / "
+        "invalid / not run / not expected at this scale)."
+    )
+
+
+def get_output_dir(wildcards, output):
+    """The directory of a job's first output (an artefact's kind dir; the scale's root for report.md)."""
+    return Path(output[0]).parent
+
+
+def get_results_root(wildcards, output):
+    """The results root (shared by the scales) of an output under results/.mlflow/."""
+    return Path(output[0]).parents[1]
+
+
 def paper_targets(paper):
     """A paper's claims and every declared artefact output, with the HTML renderings the report shows."""
     md, csv = layout.claims_paths(RESULTS, paper)
@@ -130,7 +173,23 @@ def outputs_to_verify(paper):
 
 
 # A summary or marker that fails its checksum (or, a marker, does not parse) is moved aside before the DAG
-# is built, so Snakemake sees it missing and makes it again instead of feeding it on (seqmix.results).
-for _paper in PAPERS:
-    for _bad in layout.discard_corrupt(outputs_to_verify(_paper)):
-        print(f"seqmix: {_bad} was corrupt; moved aside to {_bad.name}.corrupt, it will be made again", file=sys.stderr)
+# decides what to run, so Snakemake sees it missing and makes it again instead of feeding it on
+# (seqmix.results). Not at parse time: `rule all`'s input function runs first while the DAG is built, when
+# Snakemake knows whether this is a dry run, and a dry run moves nothing (it names what a run would move).
+def repair_corrupt_outputs():
+    for _paper in PAPERS:
+        if workflow.dryrun:
+            for _bad, _why in layout.find_corrupt(outputs_to_verify(_paper)):
+                print(f"seqmix: {_bad} is corrupt ({_why}); a run moves it aside and makes it again", file=sys.stderr)
+            continue
+        for _bad in layout.discard_corrupt(outputs_to_verify(_paper)):
+            print(
+                f"seqmix: {_bad} was corrupt; moved aside to {_bad.name}.corrupt, it will be made again",
+                file=sys.stderr,
+            )
+
+
+def get_all_targets(wildcards):
+    """The default target's inputs, after the repair of corrupt outputs."""
+    repair_corrupt_outputs()
+    return all_targets()

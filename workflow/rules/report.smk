@@ -14,7 +14,7 @@ rule report_index:
     localrule: True
     params:
         papers=list(PAPERS),
-        results=lambda w, output: Path(output[0]).parent,  # the results root
+        results=get_output_dir,  # the scale's root
         scale=SCALE,
     shell:
         "{SEQMIX_CLI} report-index --results {params.results:q} --papers {params.papers:q} "

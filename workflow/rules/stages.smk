@@ -86,7 +86,7 @@ rule train:
         R("{paper}", "logs", "train", "{experiment}.{cell}.log"),
     benchmark:
         R("{paper}", "benchmarks", "train", "{experiment}.{cell}.tsv")
-    threads: lambda w: threads_of(w.paper, w.experiment)
+    threads: get_threads
     resources:
         **slurm_resources_of("train"),
     shell:
@@ -105,7 +105,7 @@ rule evaluate:
         R("{paper}", "logs", "evaluate", "{experiment}.{cell}.log"),
     benchmark:
         R("{paper}", "benchmarks", "evaluate", "{experiment}.{cell}.tsv")
-    threads: lambda w: threads_of(w.paper, w.experiment)
+    threads: get_threads
     resources:
         **slurm_resources_of("evaluate"),
     shell:
@@ -120,18 +120,14 @@ rule diagnose:
         run=str(layout.cell_run_path(RESULTS, "{paper}", "{experiment}", "{cell}")),
         mlflow=rules.mlflow_init.output,
         dispatch=ancient(rules.dispatch_config.output),
-        trained=lambda w: (
-            [str(layout.cell_marker(RESULTS, w.paper, w.experiment, w.cell, "train"))]
-            if "train" in stages_of(w.paper, w.experiment)
-            else []
-        ),
+        trained=get_trained_marker,
     output:
         str(layout.cell_marker(RESULTS, "{paper}", "{experiment}", "{cell}", "diagnose")),
     log:
         R("{paper}", "logs", "diagnose", "{experiment}.{cell}.log"),
     benchmark:
         R("{paper}", "benchmarks", "diagnose", "{experiment}.{cell}.tsv")
-    threads: lambda w: threads_of(w.paper, w.experiment)
+    threads: get_threads
     resources:
         **slurm_resources_of("diagnose"),
     shell:
@@ -142,10 +138,7 @@ rule diagnose:
 # An experiment runs its `stages` (default train -> evaluate); collect gathers its last stage's cells.
 rule collect:
     input:
-        lambda w: [
-            str(layout.cell_marker(RESULTS, w.paper, w.experiment, c, stages_of(w.paper, w.experiment)[-1]))
-            for c in cells_of(w.paper, w.experiment)
-        ],
+        get_collect_inputs,
     output:
         str(layout.summary_path(RESULTS, "{paper}", "{experiment}")),
     log:
@@ -160,7 +153,7 @@ rule collect:
 rule claims:
     input:
         run=rules.claims_run_config.output,
-        results=lambda w: claims_inputs(w.paper),
+        results=get_claims_inputs,
         mlflow=rules.mlflow_init.output,
     output:
         md=str(layout.claims_paths(RESULTS, "{paper}")[0]),
@@ -178,12 +171,7 @@ rule claims:
         R("{paper}", "benchmarks", "claims.tsv")
     localrule: True
     params:
-        caption=lambda w: (
-            f"Claims of {w.paper}: the paper's numbers and statements beside ours, led by the verdict "
-            "counts per kind (reproduction / derived / consistency, the last not evidence) and source "
-            "(paper / spec-derived / closed-form); each with its seeds and a verdict (holds / differs / "
-            "invalid / not run / not expected at this scale)."
-        ),
+        caption=get_claims_caption,
     shell:
         "{SEQMIX_CLI} claims --run {input.run:q} --out-md {output.md:q} --out-csv {output.csv:q} "
         "--out-html {output.html:q} 2> {log:q}"

@@ -17,7 +17,7 @@ rule mlflow_init:
     params:
         uri=config["tracking"]["uri"],
         papers=discover_papers(workflow.basedir),
-        results=lambda w, output: Path(output[0]).parents[1],  # the results root (shared by the scales)
+        results=get_results_root,
     shell:
         "{SEQMIX_CLI} mlflow-init --uri {params.uri:q} --results {params.results:q} "
         "--papers {params.papers:q} --out {output:q} 2> {log:q}"
@@ -37,6 +37,6 @@ rule mlflow_sync:
     localrule: True
     params:
         uri=config["tracking"]["uri"],
-        results=lambda w, output: Path(output[0]).parents[1],  # the results root (shared by the scales)
+        results=get_results_root,
     shell:
         "{SEQMIX_CLI} mlflow-sync --uri {params.uri:q} --results {params.results:q} --out {output:q} 2> {log:q}"

@@ -69,7 +69,7 @@ def _leaf_status(leaf: dict, metrics: list[str]) -> tuple[str, list[str]]:
     if (out / "checkpoint.pt").exists():
         try:
             ck = torch.load(out / "checkpoint.pt", weights_only=True, map_location="cpu")
-        except Exception:  # noqa: BLE001  (a damaged file raises many kinds; training discards it at resume)
+        except Exception:  # a damaged file raises many kinds; training discards it at resume
             return "damaged checkpoint", [""] * len(metrics)
         status = f"training: step {ck['step']}/{steps}" if ck.get("config_hash") == h else "stale checkpoint"
         return status, [""] * len(metrics)

@@ -27,16 +27,21 @@ class ConfigError(ValueError):
 # ----------------------------------------------------------------------------- YAML + schema
 
 
-def load_yaml(path: str | Path) -> Any:
+# libyaml's loader when PyYAML was built with it (8x faster on the 296 KB the DAG parse reads; the same
+# documents, nodes and marks), else the pure-Python one
+_SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_yaml(path: str | Path, *, loader_class: Any = None) -> Any:
     """The YAML document of ``path``; a syntax error or a key given twice in one mapping (which PyYAML
     silently resolves to the last one: a copy-pasted experiment would replace the first) is a ConfigError
-    naming the line."""
+    naming the line. ``loader_class`` overrides the loader (tests compare the C and the pure one)."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(path, "", "file does not exist")
     try:
         with open(path) as f:
-            loader = yaml.SafeLoader(f)
+            loader = (loader_class or _SAFE_LOADER)(f)
             try:
                 node = loader.get_single_node()
                 if node is None:

@@ -99,7 +99,7 @@ def check_claim_columns(path: Path, where: str, claim: dict, cfg: dict) -> None:
     after every job had run. An analysis table's columns are the artefact's own and are not declared."""
     import fnmatch
 
-    from .. import registry
+    from . import catalogue
 
     ours, experiments = claim["ours"], cfg.get("experiments") or {}
     table = ours["table"]
@@ -120,7 +120,7 @@ def check_claim_columns(path: Path, where: str, claim: dict, cfg: dict) -> None:
     names = sorted(_task_names(exp))
     declared = list(LEAF_COLUMNS[stage])
     for name in names:
-        declared += registry.get("task", name).summary_columns.get(stage, ())
+        declared += catalogue.get("task", name).summary_columns.get(stage, [])
     wanted = [("ours.metric", ours["metric"])]
     wanted += [("ours.over", ours["over"])] if ours.get("over") else []
     wanted += [(f"ours.where.{k}", k) for k in ours.get("where") or {}]

@@ -7,14 +7,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+from . import catalogue
 from .base import ConfigError, get_path, set_path, validate
 
 
 def component_params(obj: Any) -> dict:
-    """Parameter schema of a registered component, generated from its declared options (seqmix.options)."""
-    from ..options import options_schema
-
-    return options_schema(obj)
+    """Parameter schema of a registered component (a catalogue entry or its class), generated from its
+    declared options (seqmix.options)."""
+    return catalogue.entry(obj).schema
 
 
 def validate_component_blocks(paper_file: Path, exp_name: str, exp: dict) -> None:
@@ -31,7 +31,8 @@ def validate_component_blocks(paper_file: Path, exp_name: str, exp: dict) -> Non
 
 def _check_block(paper_file: Path, prefix: str, where: str, block: dict, classes: dict) -> dict:
     """Resolve the components this block names (a variant may name its own task, model or mixer) and
-    validate its parameters against them; returns the classes in force below this block."""
+    validate its parameters against them; returns the components in force below this block (catalogue
+    entries: validation imports no component module)."""
     from .. import registry
 
     classes = dict(classes)
@@ -39,7 +40,7 @@ def _check_block(paper_file: Path, prefix: str, where: str, block: dict, classes
         name = get_path(block, keypath)
         if name is not None:
             try:
-                classes[kind] = registry.get(kind, name)
+                classes[kind] = catalogue.get(kind, name)
             except registry.UnknownName as e:
                 raise ConfigError(paper_file, f"{prefix}.{where}.{keypath}", str(e)) from None
     if "task" in block:
@@ -111,17 +112,17 @@ def _check_sweep_value(paper_file: Path, keypath: str, dotted: str, value: Any, 
 
 def validate_options(paper_file: Path, where: str, cls: type, block: dict) -> None:
     """A component's options against its schema, then every option that is itself a component spec (the
-    mixer a ``bidirectional`` mixer runs both ways) against that component's schema, recursively."""
+    mixer a ``bidirectional`` mixer runs both ways) against that component's schema, recursively. ``cls``:
+    a catalogue entry or a registered class."""
     from .. import registry
-    from ..options import component_options
 
     validate(_without_name(block), _partial(component_params(cls)), paper_file, where)
-    for opt, kind in component_options(cls).items():
+    for opt, kind in catalogue.entry(cls).component_options.items():
         spec = block.get(opt)
         if not isinstance(spec, dict) or "name" not in spec:
             continue  # a partial override: the class it refines is not named here
         try:
-            inner = registry.get(kind, spec["name"])
+            inner = catalogue.get(kind, spec["name"])
         except registry.UnknownName as e:
             raise ConfigError(paper_file, f"{where}.{opt}.name", str(e)) from None
         validate_options(paper_file, f"{where}.{opt}", inner, spec)

@@ -82,17 +82,17 @@ def _component_schema(kind: str, block: Any, where: str) -> dict:
     """The generated options schema of the component a block names, with ``name`` and each option that is
     itself a named component (a model's ``mixer``) resolved to that component's schema."""
     from .. import registry
-    from ..options import component_options, options_schema
+    from . import catalogue
 
     if not isinstance(block, dict) or "name" not in block:
         return {"type": "object"}
     try:
-        cls = registry.get(kind, block["name"])
+        comp = catalogue.get(kind, block["name"])
     except registry.UnknownName as e:
         raise ConfigError(WHERE, f"{where}.name", str(e)) from None
-    schema = copy.deepcopy(options_schema(cls))
+    schema = copy.deepcopy(comp.schema)
     schema["properties"]["name"] = {"type": "string"}
-    for opt, inner_kind in component_options(cls).items():
+    for opt, inner_kind in comp.component_options.items():
         if isinstance(block.get(opt), dict) and "name" in block[opt]:
             schema["properties"][opt] = _component_schema(inner_kind, block[opt], f"{where}.{opt}")
     return schema
@@ -132,7 +132,7 @@ def _check_known(key: str, schemas: dict, before: dict) -> None:
 
 def apply_to_leaf(cfg: dict, overrides: dict[str, Any]) -> dict:
     """A copy of one leaf config with the overrides set, validated as the config loader validates it."""
-    from .. import registry
+    from . import catalogue
     from .base import validate
     from .components import validate_options
 
@@ -146,7 +146,7 @@ def apply_to_leaf(cfg: dict, overrides: dict[str, Any]) -> dict:
     for kind in ("task", "model"):
         block = new.get(kind)
         if isinstance(block, dict) and "name" in block:
-            validate_options(Path(WHERE), kind, registry.get(kind, block["name"]), block)
+            validate_options(Path(WHERE), kind, catalogue.get(kind, block["name"]), block)
     return new
 
 

@@ -83,7 +83,7 @@ class Op:
             try:
                 mod = importlib.import_module(f"{package}.triton")
                 self.backends["triton"] = getattr(mod, name)
-            except Exception as e:  # noqa: BLE001 — any import failure (no triton, no CUDA build) is a fallback
+            except Exception as e:  # any import failure (no triton, no CUDA build) is a fallback
                 self.kernel_error = f"{type(e).__name__}: {e}"
         self._warned: set[str] = set()
 

@@ -117,7 +117,7 @@ def submit_and_wait(stage: str, run_path: str, out_path: str, threads: int, sett
         tail.pump()
         try:
             job.result()
-        except Exception as e:  # noqa: BLE001 — submitit raises FailedJobError / UncompletedJobError
+        except Exception as e:  # submitit raises FailedJobError / UncompletedJobError
             raise DispatchError(
                 f"{ex.cluster} job {job.job_id} ({stage} of {cell}) did not succeed: "
                 f"{type(e).__name__}: {str(e)[-4000:]}\nlogs: {job.paths.stdout} {job.paths.stderr}"

@@ -8,10 +8,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
 
-from ..io import atomic_path, write_text  # noqa: E402
+from ..io import atomic_path, write_text
 
 __all__ = ["band", "plt", "save", "save_figure"]
 

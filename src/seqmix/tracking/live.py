@@ -42,7 +42,7 @@ class LiveRun:
             for i in range(0, len(ps), 100):
                 mlf.log_batch(self.run_id, params=ps[i : i + 100])
             self.client = mlf
-        except Exception as e:  # noqa: BLE001 — an outage must not fail the job
+        except Exception as e:  # an outage must not fail the job
             log.warning("mlflow server unreachable (%s); logging to files only", e)
 
     def log(self, step: int, metrics: dict[str, float], timestamp_ms: int | None = None) -> None:
@@ -54,7 +54,7 @@ class LiveRun:
             ts = timestamp_ms or now_ms()
             self.client.log_batch(self.run_id, metrics=[Metric(k, float(v), ts, step) for k, v in metrics.items()])
             self.logged.update((k, int(step)) for k in metrics)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             log.warning("mlflow live logging failed (%s); continuing with files only", e)
             self.client = None
 
@@ -65,7 +65,7 @@ class LiveRun:
         try:
             for k, v in tags.items():
                 self.client.set_tag(self.run_id, k, str(v))
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             log.warning("mlflow live tagging failed (%s); continuing with files only", e)
             self.client = None
 
@@ -85,7 +85,7 @@ class LiveRun:
             end = record.get("end_ms") if record else None
             self.client.set_terminated(self.run_id, status, end_time=end)
             return record is not None
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             log.warning("mlflow live run could not be completed (%s); a replay of the buffer will", e)
             with contextlib.suppress(Exception):
                 self.client.set_terminated(self.run_id, "FAILED")

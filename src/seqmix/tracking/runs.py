@@ -55,7 +55,7 @@ def init_store(uri: str, experiments: Iterable[str], results: str | Path) -> dic
         return None
     try:
         return _init_experiments(uri, list(experiments), results)
-    except Exception as e:  # noqa: BLE001 — an outage must not fail the DAG
+    except Exception as e:  # an outage must not fail the DAG
         log.warning("mlflow store %s failed (%s: %s); jobs keep their buffers", uri, type(e).__name__, e)
         return None
 
@@ -78,7 +78,7 @@ def ingest(buffers: Iterable[str | Path], uri: str, results: str | Path) -> dict
         # the line benchmarks/dag_timing.py reads (MLflow's share of a job, import included)
         log.info("mlflow: %s; seqmix-ingest s=%.3f", counts, time.perf_counter() - t0)
         return counts
-    except Exception as e:  # noqa: BLE001 — an outage must not fail the job
+    except Exception as e:  # an outage must not fail the job
         log.warning(
             "mlflow ingestion failed (%s: %s); the files are kept, run the mlflow_sync rule later", type(e).__name__, e
         )

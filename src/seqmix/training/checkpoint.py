@@ -72,7 +72,7 @@ def _read(path: Path, map_location) -> tuple[dict | None, str]:
         return None, why
     try:
         state = torch.load(io.BytesIO(data), weights_only=True, map_location=map_location)
-    except Exception as e:  # noqa: BLE001  (unpickling a damaged file raises many kinds)
+    except Exception as e:  # unpickling a damaged file raises many kinds
         return None, f"does not load ({type(e).__name__}: {e})"
     if not isinstance(state, dict) or not KEYS <= set(state):
         keys = sorted(state) if isinstance(state, dict) else type(state).__name__
@@ -91,7 +91,7 @@ def load_final_weights(model_path: str | Path, steps: int, map_location=None) ->
     if why is None:
         try:
             return torch.load(io.BytesIO(data), weights_only=True, map_location=map_location)
-        except Exception as e:  # noqa: BLE001  (unpickling a damaged file raises many kinds)
+        except Exception as e:  # unpickling a damaged file raises many kinds
             why = f"does not load ({type(e).__name__}: {e})"
     log.warning("%s: %s; remaking it from the final checkpoint", model_path, why)
     final = load_checkpoint(model_path.with_name("checkpoint.pt"), map_location=map_location)

@@ -125,7 +125,7 @@ def _linear_scan_pairs(la: Pair, v: Pair, x0: Pair | None, chunk: int | None) ->
     a = _exp(la)
     # Per-step views come from unbind, not indexing: the backward of t[:, :, k] allocates a zero tensor of
     # t's full size for every k, which made the backward pass O(C) times slower than the forward.
-    steps = lambda p: [None] * C if p is None else p.unbind(2)  # noqa: E731
+    steps = lambda p: [None] * C if p is None else p.unbind(2)
     a_t, v_t = list(zip(steps(a[0]), steps(a[1]))), list(zip(steps(v[0]), steps(v[1])))
     # 1) every chunk from a zero state, all chunks at once
     h = (torch.zeros_like(v[0][:, :, 0]), torch.zeros_like(v[0][:, :, 0]) if cplx else None)
@@ -138,7 +138,7 @@ def _linear_scan_pairs(la: Pair, v: Pair, x0: Pair | None, chunk: int | None) ->
     decay = _exp(tuple(None if t is None else torch.cumsum(t, dim=2) for t in la))  # |.| <= 1
     # 2) carry the state across chunk boundaries
     s = _initial_state(x0, torch.zeros_like(v[0][:, 0, 0]), cplx)
-    ends = lambda p: [None] * nC if p is None else p[:, :, -1].unbind(1)  # noqa: E731
+    ends = lambda p: [None] * nC if p is None else p[:, :, -1].unbind(1)
     d_end, x_end = list(zip(ends(decay[0]), ends(decay[1]))), list(zip(ends(xl[0]), ends(xl[1])))
     car_r, car_i = [], []
     for c in range(nC):

@@ -214,7 +214,7 @@ class _Scan(torch.autograd.Function):
         ins = [t.contiguous() for t in (u, delta, ar, ai, br, bi, cr, ci, bias_r, bias_i, x0r, x0i)]
         Nb, L, d, G, n, p, NBLK, CH, n_chunks, BD = _sizes(u, br, chunk)
         acc = torch.float64 if u.dtype == torch.float64 else torch.float32
-        new = lambda *shape: torch.empty(shape, dtype=acc, device=u.device)  # noqa: E731
+        new = lambda *shape: torch.empty(shape, dtype=acc, device=u.device)
         states, y, last = new(2, Nb, n_chunks, d, n), new(Nb, L, d), new(2, Nb, d, n)  # states entering chunks
         meta = dict(ZOH=zoh, CPLX_IN=cplx_in, ACC_64=acc == torch.float64, SMALL=SMALL_Z2, BD=BD, BN=next_pow2(n))
         _forward_kernel[(Nb, G * NBLK)](
@@ -229,7 +229,7 @@ class _Scan(torch.autograd.Function):
     def backward(ctx, gy, g_last_r, g_last_i):
         *ins, states = ctx.saved_tensors
         Nb, L, d, G, n, p, NBLK, CH, n_chunks = ctx.sizes
-        new = lambda *shape: torch.empty(shape, dtype=ctx.acc, device=gy.device)  # noqa: E731
+        new = lambda *shape: torch.empty(shape, dtype=ctx.acc, device=gy.device)
         scratch = new(2, Nb, d, CH + 1, n)
         gu, gdt, gb, gc = new(Nb, L, d), new(Nb, L, d), new(2, Nb, L, G, NBLK, n), new(2, Nb, L, G, NBLK, n)
         ga, gbias, gx0 = new(2, Nb, d, n), new(2, Nb, d, n), new(2, Nb, d, n)

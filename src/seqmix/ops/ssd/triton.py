@@ -162,7 +162,7 @@ class _SSD(torch.autograd.Function):
         BP = _block(P)
         NBLK, n_chunks = -(-P // BP), Lp // chunk
         acc = torch.float64 if x.dtype == torch.float64 else torch.float32
-        new = lambda *shape: torch.empty(shape, dtype=acc, device=x.device)  # noqa: E731
+        new = lambda *shape: torch.empty(shape, dtype=acc, device=x.device)
         states, y, last = new(Nb, n_chunks, H, P, N), new(Nb, Lp, H, P), new(Nb, H, P, N)
         meta = dict(ACC_64=acc == torch.float64, BP=BP, BN=next_pow2(N))
         sizes = (Lp, H, G, P, N, NBLK, chunk, n_chunks)
@@ -176,14 +176,14 @@ class _SSD(torch.autograd.Function):
         *ins, states = ctx.saved_tensors
         Lp, H, G, P, N, NBLK, CH, n_chunks = ctx.sizes
         Nb = gy.shape[0]
-        new = lambda *shape: torch.empty(shape, dtype=ctx.acc, device=gy.device)  # noqa: E731
+        new = lambda *shape: torch.empty(shape, dtype=ctx.acc, device=gy.device)
         scratch, gx, gdt = new(Nb, H, P, CH + 1, N), new(Nb, Lp, H, P), new(Nb, Lp, H, NBLK)
         gb, gc, ga, gh0 = new(Nb, Lp, H, NBLK, N), new(Nb, Lp, H, NBLK, N), new(Nb, H, NBLK), new(Nb, H, P, N)
         seeds = [t.contiguous() for t in (gy, g_last)]
         _backward_kernel[(Nb, H * NBLK)](
             *ins, *seeds, states, scratch, gx, gdt, ga, gb, gc, gh0, *ctx.sizes, **ctx.meta
         )  # fmt: skip
-        per_group = lambda t: t.reshape(Nb, Lp, G, H // G, NBLK, N).sum((3, 4))  # noqa: E731 — heads of a group
+        per_group = lambda t: t.reshape(Nb, Lp, G, H // G, NBLK, N).sum((3, 4))  # heads of a group
         dt = gy.dtype
         return (gx.to(dt), gdt.sum(3).to(dt), ga.sum((0, 2)).to(dt), per_group(gb).to(dt), per_group(gc).to(dt),
                 gh0.to(dt), None)  # fmt: skip

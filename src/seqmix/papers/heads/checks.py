@@ -87,7 +87,7 @@ def _lag_only_rows(k: int, n: int) -> list[dict]:
     tril = torch.tril(torch.ones(n, n, dtype=torch.float64))
     phi, psi, lam = lag_only_features(teacher_transition(k), W, V)
     pr, ps = realify_features(phi, psi, lam)
-    err = lambda a: float((student_operator(V, a) - K).abs().max())  # noqa: E731
+    err = lambda a: float((student_operator(V, a) - K).abs().max())
     return [
         row("T3", "lag_only_err", err(lag_only_coefficients(phi, psi)), k=k, n=n),
         row("T3", "lag_only_r", phi.shape[1], k=k, n=n),

@@ -3,15 +3,14 @@ in the ``artefacts:`` block of config/papers/rotations.yaml, each ``fn(spec, out
 the spec): the theory checks T1-T13 and the stylized simulations E6 (rotations spec §4, E6), the long
 extrapolation table of the trained variants, Tables 1-4 and Figure 1 (spec E1-E4)."""
 
-from . import extrapolation, figures, tables, theory_checks
+from seqmix.registry import lazy_artefacts
 
-ARTEFACTS = {
-    "theory_checks": theory_checks.theory_checks,
-    "figure_e6": theory_checks.figure_e6,
-    "extrapolation": extrapolation.extrapolation,
-    "table1": tables.table1,
-    "table2": tables.table2,
-    "table3": tables.table3,
-    "table4": tables.table4,
-    "figure1": figures.figure1,
-}
+ARTEFACTS = lazy_artefacts(
+    __name__,
+    {
+        "theory_checks": ["theory_checks", "figure_e6"],
+        "extrapolation": ["extrapolation"],
+        "tables": ["table1", "table2", "table3", "table4"],
+        "figures": ["figure1"],
+    },
+)

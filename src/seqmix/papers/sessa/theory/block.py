@@ -64,7 +64,7 @@ def block_bound(p: dict, radius: float) -> dict:
     combination of v), G_R = ||W_g|| R + ||b_g|| bounds ||g_t||, rho_R = tanh(c_gamma + L_gamma R) with
     c_gamma = |b_gamma| and L_gamma R = ||w_gamma|| A_R. -> the constants and the bound."""
     d = p["W_out"].shape[0]
-    op = lambda m: float(np.linalg.norm(m, 2))  # noqa: E731
+    op = lambda m: float(np.linalg.norm(m, 2))
     a_r = op(p["W_in"][:, :d]) * radius + float(np.linalg.norm(p["b_in"][:d]))
     f_r = op(p["W_v"]) * a_r + float(np.linalg.norm(p["b_v"]))
     g_r = op(p["W_in"][:, d:]) * radius + float(np.linalg.norm(p["b_in"][d:]))

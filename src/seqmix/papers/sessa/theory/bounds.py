@@ -49,7 +49,7 @@ def lemma_b4_ratio(n: int, dz: int, seed: int) -> float:
     g = torch.Generator().manual_seed(seed)
     m = torch.randn(n, dz, generator=g, dtype=F64)
     z = torch.randn(dz, generator=g, dtype=F64)
-    logits_of = lambda zz: 3.0 * torch.tanh(m @ zz)  # noqa: E731
+    logits_of = lambda zz: 3.0 * torch.tanh(m @ zz)
     jac_a = torch.autograd.functional.jacobian(lambda zz: torch.softmax(logits_of(zz), 0), z)
     jac_l = torch.autograd.functional.jacobian(logits_of, z)
     alpha = torch.softmax(logits_of(z), 0)

@@ -1,0 +1,135 @@
+"""What config validation needs of the registered components, without importing them: each component's
+generated options schema (seqmix.options), its options that name other components and, for tasks, the summary
+columns each stage declares.
+
+Building it imports every component module (torch with them: about 1.2 s at the DAG parse of every
+`snakemake` call). So it is built once per version of the sources and kept as JSON in the user cache
+(``$SEQMIX_CACHE_DIR``, else ``$XDG_CACHE_HOME/seqmix``, else ``~/.cache/seqmix``), under a key that hashes
+every ``.py`` file of the seqmix package, the Python version and the entry points of the component groups
+(plugins). An edited source, another interpreter or another plugin set gives another key, so a stale
+catalogue is never read. A name the catalogue lacks (a plugin registered in this process only) is looked up
+in the registry itself, which also words the unknown-name error."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_PACKAGE = Path(__file__).resolve().parents[1]  # src/seqmix
+
+
+@dataclass(frozen=True)
+class Component:
+    """A registered component as config validation sees it."""
+
+    kind: str
+    name: str
+    schema: dict  # options_schema(cls)
+    component_options: dict = field(default_factory=dict)  # {option: component kind} (MixerSpec options)
+    summary_columns: dict = field(default_factory=dict)  # tasks: {stage: [column, ...]}
+
+
+_memo: dict[str, dict] = {}  # key -> {kind: {name: Component}}, per process
+_key: list[str] = []  # the source key, computed once per process (hashing the sources takes a few ms)
+
+
+def cache_dir() -> Path:
+    if os.environ.get("SEQMIX_CACHE_DIR"):
+        return Path(os.environ["SEQMIX_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "seqmix"
+
+
+def source_key() -> str:
+    """The hash of what the catalogue is generated from: seqmix's sources, the interpreter, the plugins."""
+    import importlib.metadata
+
+    from ..registry import ENTRY_POINT_GROUPS
+
+    h = hashlib.sha256(f"{sys.version_info[:3]}".encode())
+    for f in sorted(_PACKAGE.rglob("*.py")):
+        h.update(str(f.relative_to(_PACKAGE)).encode() + b"\0" + f.read_bytes() + b"\0")
+    for group in sorted(ENTRY_POINT_GROUPS.values()):
+        eps = sorted((ep.name, ep.value) for ep in importlib.metadata.entry_points(group=group))
+        h.update(json.dumps([group, eps]).encode())
+    return h.hexdigest()[:20]
+
+
+def _build() -> dict:
+    """Imports every component (and torch): the catalogue as JSON-able data."""
+    from .. import registry
+    from ..options import component_options, options_schema
+
+    registry.load_all()
+    out: dict = {}
+    for kind, table in registry._TABLES.items():
+        out[kind] = {
+            name: {
+                "schema": options_schema(cls),
+                "component_options": component_options(cls),
+                "summary_columns": {k: list(v) for k, v in (getattr(cls, "summary_columns", None) or {}).items()},
+            }
+            for name, cls in sorted(table.items())
+        }
+    return json.loads(json.dumps(out))  # what a reader of the cached file gets
+
+
+def _load() -> dict:
+    if not _key:
+        _key.append(source_key())
+    key = _key[0]
+    if key in _memo:
+        return _memo[key]
+    path = cache_dir() / f"components-{key}.json"
+    data = None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        pass
+    if not isinstance(data, dict):
+        data = _build()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(data, sort_keys=True))
+            os.replace(tmp, path)  # atomic: a parallel reader sees the old file or the whole new one
+        except OSError:
+            pass  # a read-only cache: validate from the registry every time
+    table = {
+        kind: {name: Component(kind, name, **entry) for name, entry in names.items()} for kind, names in data.items()
+    }
+    _memo[key] = table
+    return table
+
+
+def get(kind: str, name: str) -> Component:
+    """The component ``name`` of ``kind``; registry.UnknownName (with the known names) when none is."""
+    hit = _load().get(kind, {}).get(name)
+    if hit is not None:
+        return hit
+    return of_class(kind, name, _registry_get(kind, name))
+
+
+def _registry_get(kind: str, name: str) -> Any:
+    from .. import registry
+
+    return registry.get(kind, name)
+
+
+def of_class(kind: str, name: str, cls: Any) -> Component:
+    """The catalogue entry of a class at hand (tests and plugins registered in this process)."""
+    from ..options import component_options, options_schema
+
+    cols = getattr(cls, "summary_columns", None) or {}
+    return Component(kind, name, options_schema(cls), component_options(cls), {k: list(v) for k, v in cols.items()})
+
+
+def entry(obj: Any) -> Component:
+    """A Component as is, a registered class as its Component."""
+    if isinstance(obj, Component):
+        return obj
+    return of_class("", getattr(obj, "registered_name", getattr(obj, "__name__", "?")), obj)
