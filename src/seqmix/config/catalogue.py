@@ -32,6 +32,8 @@ class Component:
     schema: dict  # options_schema(cls)
     component_options: dict = field(default_factory=dict)  # {option: component kind} (MixerSpec options)
     summary_columns: dict = field(default_factory=dict)  # tasks: {stage: [column, ...]}
+    qualname: str = ""  # the class, for messages
+    lacks: dict = field(default_factory=dict)  # tasks: {stage: what the task lacks to run it, or None}
 
 
 _memo: dict[str, dict] = {}  # key -> {kind: {name: Component}}, per process
@@ -72,10 +74,23 @@ def _build() -> dict:
                 "schema": options_schema(cls),
                 "component_options": component_options(cls),
                 "summary_columns": {k: list(v) for k, v in (getattr(cls, "summary_columns", None) or {}).items()},
+                "qualname": cls.__qualname__,
+                "lacks": _lacks(kind, cls),
             }
             for name, cls in sorted(table.items())
         }
     return json.loads(json.dumps(out))  # what a reader of the cached file gets
+
+
+def _lacks(kind: str, cls: Any) -> dict:
+    """For a task: per stage, what it lacks to run it (seqmix.training.work.StageWork.lacks), else None."""
+    if kind != "task":
+        return {}
+    from .. import registry
+    from ..results import STAGES
+
+    work = registry.worker("stages")
+    return {stage: work.lacks(cls, stage) for stage in STAGES}
 
 
 def _load() -> dict:
@@ -125,7 +140,15 @@ def of_class(kind: str, name: str, cls: Any) -> Component:
     from ..options import component_options, options_schema
 
     cols = getattr(cls, "summary_columns", None) or {}
-    return Component(kind, name, options_schema(cls), component_options(cls), {k: list(v) for k, v in cols.items()})
+    return Component(
+        kind,
+        name,
+        options_schema(cls),
+        component_options(cls),
+        {k: list(v) for k, v in cols.items()},
+        cls.__qualname__,
+        _lacks(kind, cls),
+    )
 
 
 def entry(obj: Any) -> Component:

@@ -12,38 +12,26 @@ reached through the registry). Errors name the paper file, the experiment and va
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
 from ..results import DEFAULT_STAGES
+from . import catalogue
 from .base import ConfigError, get_path, validate
 from .leaves import expand_leaves
 
-
-@functools.cache
-def _schema(cls: type) -> dict:
-    """The options schema of ``cls`` without ``required`` (the model fills sizes and model facts), generated once
-    per class: the DAG parse checks every leaf."""
-    from ..options import options_schema
-
-    schema = dict(options_schema(cls))
-    schema.pop("required", None)
-    return schema
+_SCHEMAS: dict[tuple[str, str], dict] = {}
 
 
-@functools.cache
-def _component_options(cls: type) -> dict[str, str]:
-    from ..options import component_options
-
-    return component_options(cls)
-
-
-@functools.cache
-def _lacks(task_cls: type, stage: str) -> str | None:
-    from .. import registry
-
-    return registry.worker("stages").lacks(task_cls, stage)
+def _schema(comp: catalogue.Component) -> dict:
+    """The options schema of ``comp`` without ``required`` (the model fills sizes and model facts), once per
+    component: the DAG parse checks every leaf."""
+    key = (comp.kind, comp.name)
+    if key not in _SCHEMAS:
+        schema = dict(comp.schema)
+        schema.pop("required", None)
+        _SCHEMAS[key] = schema
+    return _SCHEMAS[key]
 
 
 def validate_leaves(paper_file: Path, cfg: dict, scale: str) -> None:
@@ -93,7 +81,7 @@ def _check_leaf(paper_file: Path, exp: dict, leaf: Any, scale: str) -> None:
         if name is None:
             continue
         try:
-            classes[kind] = registry.get(kind, name)
+            classes[kind] = catalogue.get(kind, name)
         except registry.UnknownName as e:
             fail(keypath, str(e))
     if "task" in classes:
@@ -106,16 +94,16 @@ def _check_leaf(paper_file: Path, exp: dict, leaf: Any, scale: str) -> None:
     task_cls = classes.get("task")
     if task_cls is not None:
         for stage in exp.get("stages") or DEFAULT_STAGES:
-            why = _lacks(task_cls, stage)
+            why = task_cls.lacks.get(stage)
             if why:
                 fail(
                     "task.name",
-                    f"the task {get_path(c, 'task.name')!r} ({task_cls.__qualname__}) cannot run the stage {stage!r} "
+                    f"the task {get_path(c, 'task.name')!r} ({task_cls.qualname}) cannot run the stage {stage!r} "
                     f"that experiments.{leaf.experiment}.stages lists: {why}",
                 )
 
 
-def _check_options(cls: type, block: dict, keypath: str, fail) -> None:
+def _check_options(cls: catalogue.Component, block: dict, keypath: str, fail) -> None:
     from .. import registry
 
     if not isinstance(block, dict):
@@ -126,18 +114,18 @@ def _check_options(cls: type, block: dict, keypath: str, fail) -> None:
         if k != "name" and k not in allowed:
             fail(
                 f"{keypath}.{k}",
-                f"{cls.__qualname__} (registered as {getattr(cls, 'registered_name', '?')!r}) has no option {k!r}; "
+                f"{cls.qualname} (registered as {cls.name!r}) has no option {k!r}; "
                 f"its options: {', '.join(sorted(allowed)) or 'none'}",
             )
     try:
         validate({k: v for k, v in block.items() if k != "name"}, schema, "leaf", keypath)
     except ConfigError as e:
         fail(e.keypath, e.message)
-    for opt, kind in _component_options(cls).items():
+    for opt, kind in cls.component_options.items():
         spec = block.get(opt)
         if isinstance(spec, dict) and "name" in spec:
             try:
-                inner = registry.get(kind, spec["name"])
+                inner = catalogue.get(kind, spec["name"])
             except registry.UnknownName as e:
                 fail(f"{keypath}.{opt}.name", str(e))
             _check_options(inner, spec, f"{keypath}.{opt}", fail)
