@@ -33,10 +33,11 @@ STAMP := $(VENV)/.seqmix-installed
 export PATH := $(abspath $(BIN)):$(PATH)
 export MPLBACKEND := Agg
 
-.PHONY: reproduce test venv report clean-results dryrun help
+.PHONY: reproduce test test-fast venv report clean-results dryrun help
 help:
 	@echo "make reproduce   # venv + install + the whole DAG at tiny scale + report (results/tiny/)"
 	@echo "make test        # venv + install + the test suite"
+	@echo "make test-fast   # the unit lane: no Snakemake DAG, no SLURM (-m 'not integration and not cluster')"
 	@echo "make reproduce SCALE=cpu   # results/cpu/, beside results/tiny/"
 	@echo "make dryrun SCALE=cpu"
 
@@ -68,6 +69,10 @@ dryrun: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
+	  -m "not integration and not cluster" $(PYTEST_ARGS)
 
 clean-results:
 	rm -rf results .snakemake

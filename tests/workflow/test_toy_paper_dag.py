@@ -1,14 +1,16 @@
-"""Artefacts as data: a paper is one YAML and one package. A throwaway paper written here (config/papers/toy.yaml
-in a copy of the workflow, its package, with the schema of its `analysis:` block, in an overlay directory on
-PYTHONPATH) enters the DAG with no other file changed; run for real, editing one claim re-runs only the
-claims step and editing one artefact's analysis slice re-runs only that artefact (and what reads its
-outputs: the claims and the report index)."""
+"""Artefacts as data, components by file: a paper is one YAML and one package, a mixer one module. In a copy of
+the workflow, a throwaway paper (config/papers/toy.yaml and src/seqmix/papers/toy/ with the schema of its
+`analysis:` block) whose experiment uses a throwaway mixer (src/seqmix/mixers/toy_mixer.py, registered with
+@register_mixer) enters the DAG with no other file of the tree touched; run for real, editing one claim
+re-runs only the claims step and editing one artefact's analysis slice re-runs only that artefact (and what
+reads its outputs: the claims and the report index)."""
 
 from __future__ import annotations
 
-import os
 import re
+import subprocess
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -21,11 +23,11 @@ paper: toy
 title: A throwaway paper
 experiments:
   e1:
-    description: linear SSM at initialisation, ||dy/dx_0|| at two lengths
+    description: the toy mixer at initialisation, ||dy/dx_0|| at two lengths
     stages: [diagnose]
     base:
       task: {name: lag_sensitivity, d: 4, T: [4, 8], draws: 1}
-      model: {name: bare, mixer: {name: linear_ssm, state: 4, init: default}}
+      model: {name: bare, mixer: {name: toy_mixer, decay: 0.5}}
       train: {dtype: float64}
     variants:
       ssm: {}
@@ -98,21 +100,92 @@ properties:
 """
 
 
+TOY_MIXER = '''
+"""A throwaway mixer: a causal exponential moving average of a linear map of the input,
+y_t = sum_{s <= t} decay^(t - s) W x_s (x: (B, L, d_model) -> (B, L, d_model))."""
+
+from typing import Annotated
+
+import torch
+from torch import nn
+
+from ..options import Opt
+from ..registry import register_mixer
+from .base import check_input, check_positive_int
+
+
+@register_mixer("toy_mixer")
+class ToyMixer(nn.Module):
+    def __init__(
+        self,
+        d_model: int,
+        *,
+        layer_idx: int = 0,
+        seq_len: int | None = None,
+        decay: Annotated[float, Opt(minimum=0, maximum=1, description="weight of the previous output")] = 0.5,
+    ):
+        super().__init__()
+        check_positive_int(d_model=d_model)
+        self.d_model, self.decay, self.backend = d_model, decay, "reference"
+        self.W = nn.Linear(d_model, d_model, bias=False)
+
+    def init_state(self, batch: int) -> torch.Tensor:
+        return self.W.weight.new_zeros(batch, self.d_model)
+
+    def step(self, x_t: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        y = self.decay * state + self.W(x_t)
+        return y, y
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_input(x, self.d_model, "toy_mixer")
+        state, ys = self.init_state(x.shape[0]).to(x.dtype), []
+        for t in range(x.shape[1]):
+            y, state = self.step(x[:, t], state)
+            ys.append(y)
+        return torch.stack(ys, dim=1)
+'''
+
+# the files the throwaway paper and mixer add, relative to the copy's root: nothing else may change
+ADDED = {
+    "config/papers/toy.yaml": TOY_YAML,
+    "src/seqmix/papers/toy/__init__.py": textwrap.dedent(TOY_PACKAGE),
+    "src/seqmix/papers/toy/analysis.schema.yaml": TOY_ANALYSIS_SCHEMA,  # the types of its settings, with its code
+    "src/seqmix/mixers/toy_mixer.py": textwrap.dedent(TOY_MIXER),
+}
+
+
+def git(work: Path, *args: str) -> str:
+    r = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", *args],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return r.stdout
+
+
 @pytest.fixture
 def toy(tmp_path, monkeypatch):
-    """A copy of the workflow with config/papers/toy.yaml added, the package in an overlay on PYTHONPATH."""
-    (tmp_path / "work").mkdir()
-    work = copy_workflow(tmp_path / "work")
-    (work / "config" / "papers" / "toy.yaml").write_text(TOY_YAML)
-    pkg = tmp_path / "overlay" / "seqmix" / "papers" / "toy"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text(textwrap.dedent(TOY_PACKAGE))
-    (pkg / "analysis.schema.yaml").write_text(TOY_ANALYSIS_SCHEMA)  # the types of its settings, with its code
-    monkeypatch.setenv(
-        "PYTHONPATH",
-        os.pathsep.join(filter(None, [str(tmp_path / "overlay"), str(ROOT / "src"), os.environ.get("PYTHONPATH")])),
-    )
+    """A copy of the workflow, committed to a scratch git repository, then the paper and mixer files added
+    (uncommitted). The DAG's jobs import the copy's src (PYTHONPATH), where the toy paper and mixer are."""
+    work = copy_workflow(tmp_path)
+    git(work, "init", "-q")
+    # what Python and Snakemake write while the DAG runs, not files of the tree
+    (work / ".git" / "info" / "exclude").write_text("__pycache__/\n*.pyc\n.snakemake/\nresults/\n")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "the workflow as copied")
+    for rel, text in ADDED.items():
+        (work / rel).parent.mkdir(parents=True, exist_ok=True)
+        (work / rel).write_text(text)
+    monkeypatch.setenv("PYTHONPATH", str(work / "src"))  # the jobs' `python -m seqmix`: the copy's, not ROOT's
     return work
+
+
+def changed_files(work: Path) -> set[str]:
+    """Every path git sees as added, modified or deleted since the copy was committed."""
+    out = git(work, "status", "--porcelain", "--untracked-files=all")
+    return {line[3:] for line in out.splitlines()}
 
 
 def job_counts(out: str) -> dict[str, int]:
@@ -124,13 +197,15 @@ def job_counts(out: str) -> dict[str, int]:
 def test_throwaway_paper_enters_the_dag_with_no_other_file_changed(toy):
     papers = sorted(p.name for p in (toy / "config" / "papers").glob("*.yaml"))
     assert papers == sorted([p.name for p in (ROOT / "config" / "papers").glob("*.yaml")] + ["toy.yaml"])
-    for rel in ("Snakefile", "config/config.yaml", "workflow/rules/artefacts.smk", "workflow/rules/common.smk"):
-        assert (toy / rel).read_text() == (ROOT / rel).read_text(), rel
     r = snakemake_local(toy, "-n", timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     jobs = job_counts(r.stdout + r.stderr)
     assert {"toy_note", "toy_numbers", "toy_plot", "heads_table1", "heads_figure4"} <= set(jobs), jobs
     assert jobs["claims"] == len(papers)
+    assert changed_files(toy) == set(ADDED)
+    # and the copy was the tree as it is: no file of the original differs from its copy
+    for rel in git(toy, "ls-files").splitlines():
+        assert (toy / rel).read_bytes() == (ROOT / rel).read_bytes(), rel
 
 
 def test_claim_edit_reruns_claims_only_and_slice_edit_reruns_its_artefact(toy):
@@ -163,3 +238,4 @@ def test_claim_edit_reruns_claims_only_and_slice_edit_reruns_its_artefact(toy):
     cfg.write_text(TOY_YAML)
     r = snakemake_local(toy, "-n", "--config", "papers=[toy]", timeout=300)
     assert "Nothing to be done" in r.stdout + r.stderr, r.stdout[-2000:]
+    assert changed_files(toy) == set(ADDED)

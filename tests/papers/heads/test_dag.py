@@ -1,6 +1,7 @@
-"""The tiny heads DAG in a temporary directory, run once per test session and shared by the tests:
-outputs, consistency claims, MLflow runs/tags/metric counts, a no-op second run, a hyperparameter
-change that re-runs only the cells it touches, and an artefact setting that re-runs only that artefact."""
+"""heads' slice of the shared tiny DAG (tests/papers/conftest.py: every paper, run once per test session):
+outputs, consistency claims, MLflow runs/tags/metric counts, a no-op second run; and, on a copy of the
+finished DAG (they edit the config and re-run), a hyperparameter change that re-runs only the cells it
+touches and an artefact setting that re-runs only that artefact."""
 
 from __future__ import annotations
 
@@ -13,24 +14,23 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from filelock import FileLock
 
 from seqmix.claims.engine import VERDICTS
-from seqmix.config.loading import load_paper
-from tests.conftest import copy_workflow, snakemake_local
+from tests.conftest import snakemake_local
+from tests.papers.conftest import DAG_TEST_TIMEOUT, assert_declared_outputs_exist
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(DAG_TEST_TIMEOUT)]
 
 
 def smk(workdir: Path, *args: str) -> subprocess.CompletedProcess:
     return snakemake_local(workdir, *args, timeout=600)
 
 
-@pytest.fixture(scope="session")
-def dag(tmp_path_factory):
-    work = copy_workflow(tmp_path_factory.mktemp("heads-dag"), ["heads"])  # this DAG: heads only
-    first = smk(work)
-    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-5000:]
-    return {"dir": work, "first": first}
+@pytest.fixture(scope="module")
+def heads_copy(tiny_dag, tmp_path_factory) -> Path:
+    """A copy of the finished DAG for the tests that edit heads.yaml and re-run (the shared one stays as is)."""
+    return tiny_dag.copy(tmp_path_factory.mktemp("heads-copy") / "work")
 
 
 def leaves(work: Path) -> list[dict]:
@@ -40,35 +40,21 @@ def leaves(work: Path) -> list[dict]:
     return out
 
 
-def test_outputs_exist(dag):
-    r = dag["dir"] / "results" / "tiny"  # the scale's root (seqmix.results)
-    for rel in (
-        "heads/tables/table1.md",
-        "heads/tables/table1.tex",
-        "heads/tables/table1.csv",
-        "heads/figures/figure3_left.png",
-        "heads/figures/figure3_left.pdf",
-        "heads/claims.md",
-        "heads/claims.csv",
-        "heads/exp1/summary.csv",
-        "heads/theory/summary.csv",
-        "report.md",
-        "heads/exp2/summary.csv",
-        "heads/theory_checks/summary.csv",
-        "heads/spectrum/summary.csv",
-    ):
-        assert (r / rel).stat().st_size > 0, rel
+def test_outputs_exist(tiny_dag):
+    assert_declared_outputs_exist(tiny_dag, "heads")
+    r = tiny_dag.results()  # the scale's root (seqmix.results)
+    assert (r / "report.md").stat().st_size > 0
     summary = pd.read_csv(r / "heads" / "exp1" / "summary.csv")
-    assert len(summary) == len(leaves(dag["dir"])) == 3 * 9 * 2
+    assert len(summary) == len(leaves(tiny_dag.dir)) == 3 * 9 * 2
     assert set(summary["variant"]) == {"k2", "k4", "k8"} and set(summary["sweep_value"]) == set(range(1, 10))
     # no temporary files left behind by the atomic writers
     assert not list(r.rglob(".*.tmp-*"))
 
 
-def test_figures_theory_checks_and_exp2_outputs(dag):
+def test_figures_theory_checks_and_exp2_outputs(tiny_dag):
     """Figures 1, 2, 3 right and 4 (PNG + PDF), the theory checks' numbers (their verdicts are claims), the
     spectrum table of the trained k = 4 students, and the Exp. II rows: one per (variant, seed, T, draw)."""
-    r = dag["dir"] / "results" / "tiny" / "heads"
+    r = tiny_dag.results("heads")
     for name in ("figure1", "figure2", "figure3_right", "figure4"):
         for ext in ("png", "pdf"):
             path = r / "figures" / f"{name}.{ext}"
@@ -87,7 +73,7 @@ def test_figures_theory_checks_and_exp2_outputs(dag):
 
     import yaml
 
-    exp2 = yaml.safe_load((dag["dir"] / "config" / "papers" / "heads.yaml").read_text())["experiments"]["exp2"]
+    exp2 = yaml.safe_load((tiny_dag.dir / "config" / "papers" / "heads.yaml").read_text())["experiments"]["exp2"]
     tiny = exp2["scales"]["tiny"]
     summary = pd.read_csv(r / "exp2" / "summary.csv")
     assert {"model", "seed", "draw", "T", "lag", "fro", "spec", "sumgrad", "closed_form"} <= set(summary.columns)
@@ -110,8 +96,8 @@ def test_figures_theory_checks_and_exp2_outputs(dag):
     assert (students.groupby(["H", "seed"])["sigma_rel"].max() == 1.0).all()
 
 
-def test_mlflow_one_diagnose_run_per_exp2_leaf(dag):
-    work = dag["dir"]
+def test_mlflow_one_diagnose_run_per_exp2_leaf(tiny_dag):
+    work = tiny_dag.dir
     con = _db(work)
     exp2 = []
     for cell in sorted((work / "results" / "tiny" / "heads" / "run").glob("exp2.*.json")):
@@ -130,20 +116,18 @@ def test_mlflow_one_diagnose_run_per_exp2_leaf(dag):
         assert tags["experiment"] == "exp2" and tags["rule"] == "diagnose"
 
 
-def test_consistency_claims_hold(dag):
+def test_consistency_claims_hold(tiny_dag):
     """Only consistency claims (identities, formulas against themselves: unit tests of the code) must hold;
     reproduction and derived claims are reported as they come out (issue 12: requiring closed-form claims
     to hold rewarded labelling a check closed-form). Every claim expected at tiny is judged."""
-    claims = pd.read_csv(dag["dir"] / "results" / "tiny" / "heads" / "claims.csv", keep_default_na=False)
+    claims = pd.read_csv(tiny_dag.results("heads") / "claims.csv", keep_default_na=False)
     assert set(claims["verdict"]) <= set(VERDICTS)
     consistency = claims[claims["kind"] == "consistency"]
     assert len(consistency) >= 7
     assert (consistency["verdict"] == "holds").all(), consistency[consistency["verdict"] != "holds"].to_string()
     assert "invalid" not in set(claims["verdict"]), claims[claims["verdict"] == "invalid"].to_string()
     # 'not run' only where tiny is not expected (e.g. a T the tiny grid lacks), never a claim tiny must judge
-    expected_at = {
-        c["id"]: c["expected_at"] for c in load_paper(dag["dir"] / "config" / "papers" / "heads.yaml", "tiny")["claims"]
-    }
+    expected_at = {c["id"]: c["expected_at"] for c in tiny_dag.paper_cfg("heads")["claims"]}
     not_run = claims[claims["verdict"] == "not run"]
     assert all("tiny" not in expected_at[i] for i in not_run["id"]), not_run.to_string()
     # every artefact of the paper has claims; the T1-T6 theory checks are consistency checks
@@ -171,18 +155,19 @@ def _db(work: Path) -> sqlite3.Connection:
 
 
 def _runs(con, rule: str) -> dict[str, str]:
-    """{config_hash: run_uuid} of the active runs with tag rule=<rule>."""
+    """{config_hash: run_uuid} of heads' active runs with tag rule=<rule> (the store holds every paper's)."""
     rows = con.execute(
         "select r.run_uuid, t2.value from runs r join tags t on t.run_uuid = r.run_uuid and t.key = 'rule' "
         "join tags t2 on t2.run_uuid = r.run_uuid and t2.key = 'config_hash' "
-        "where t.value = ? and r.lifecycle_stage = 'active'",
+        "join tags t3 on t3.run_uuid = r.run_uuid and t3.key = 'paper' "
+        "where t.value = ? and t3.value = 'heads' and r.lifecycle_stage = 'active'",
         (rule,),
     ).fetchall()
     return {h: u for u, h in rows}
 
 
-def test_mlflow_one_run_per_leaf_with_tags(dag):
-    work = dag["dir"]
+def test_mlflow_one_run_per_leaf_with_tags(tiny_dag):
+    work = tiny_dag.dir
     con = _db(work)
     ls = leaves(work)
     train = _runs(con, "train")
@@ -219,8 +204,8 @@ def test_mlflow_one_run_per_leaf_with_tags(dag):
     assert exp == "heads"
 
 
-def test_mlflow_metric_counts_equal_files(dag):
-    work = dag["dir"]
+def test_mlflow_metric_counts_equal_files(tiny_dag):
+    work = tiny_dag.dir
     con = _db(work)
     train, evaluate = _runs(con, "train"), _runs(con, "evaluate")
     for leaf in leaves(work):
@@ -234,43 +219,44 @@ def test_mlflow_metric_counts_equal_files(dag):
         assert n_db == len(metrics)
 
 
-def test_mlflow_sync_replay_is_idempotent(dag):
-    work = dag["dir"]
-    before = _db(work).execute("select count(*) from runs").fetchone()[0]
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "seqmix",
-            "mlflow-sync",
-            "--uri",
-            "sqlite:///results/mlflow.db",
-            "--results",
-            "results",
-            "--out",
-            "results/.mlflow/sync-test.json",
-        ],
-        cwd=work,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def test_mlflow_sync_replay_is_idempotent(tiny_dag):
+    work = tiny_dag.dir
+    with FileLock(tiny_dag.lock):  # no Snakemake call of another worker in the directory meanwhile
+        before = _db(work).execute("select count(*) from runs").fetchone()[0]
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "seqmix",
+                "mlflow-sync",
+                "--uri",
+                "sqlite:///results/mlflow.db",
+                "--results",
+                "results",
+                "--out",
+                "results/.mlflow/sync-test.json",
+            ],
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert r.returncode == 0, r.stderr[-2000:]
     counts = json.loads((work / "results" / ".mlflow" / "sync-test.json").read_text())
     assert counts["created"] == 0 and counts["skipped"] == counts["buffers"]
     assert _db(work).execute("select count(*) from runs").fetchone()[0] == before
 
 
-def test_second_run_is_noop(dag):
-    r = smk(dag["dir"])
+def test_second_run_is_noop(tiny_dag):
+    r = tiny_dag.smk()
     assert r.returncode == 0, r.stderr[-3000:]
     assert "Nothing to be done" in r.stdout + r.stderr
 
 
-def test_artefact_setting_reruns_only_that_artefact(dag):
+def test_artefact_setting_reruns_only_that_artefact(heads_copy):
     """Editing Figure 1's analysis slice re-runs its run spec and rule, the claims step (it reads every
     artefact output) and the report index; nothing trains, and no other artefact re-runs."""
-    work = dag["dir"]
+    work = heads_copy
     paper = work / "config" / "papers" / "heads.yaml"
     text = paper.read_text()
     old = "  figure1: {n: 12, kernel: [0.25, 0.5, 1.0, 0.5, 0.25], a: 0.8, d_k: 8, seed: 0}\n"
@@ -286,8 +272,8 @@ def test_artefact_setting_reruns_only_that_artefact(dag):
         paper.write_text(text)
 
 
-def test_hyperparameter_change_reruns_only_its_cells(dag):
-    work = dag["dir"]
+def test_hyperparameter_change_reruns_only_its_cells(heads_copy):
+    work = heads_copy
     paper = work / "config" / "papers" / "heads.yaml"
     text = paper.read_text()
     assert "      k4:\n        task:\n          k: 4\n" in text
