@@ -116,3 +116,34 @@ def test_a_plugin_cannot_take_a_builtin_name(fake_distribution):
     importlib.invalidate_caches()
     with pytest.raises(registry.PluginError, match="'mha'.*registered twice"):
         registry.load_all()
+
+
+def test_out_of_tree_paper_is_found_through_its_entry_point(tmp_path, monkeypatch):
+    """A paper kept out of tree: its package declared in the group ``seqmix.papers`` is where the registry
+    looks for its artefacts and its analysis schema (found without importing the package)."""
+    pkg = tmp_path / "my_papers" / "toy_outside"
+    pkg.mkdir(parents=True)
+    (tmp_path / "my_papers" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text(
+        "def note(spec, out):\n    (out / 'note.md').write_text('hi')\n\nARTEFACTS = {'note': note}\n"
+    )
+    (pkg / "analysis.schema.yaml").write_text("type: object\n")
+    info = tmp_path / "my_papers-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-papers\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[seqmix.papers]\ntoy_outside = my_papers.toy_outside\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    try:
+        assert registry.paper_module("toy_outside") == "my_papers.toy_outside"
+        assert registry.paper_module("heads") == "seqmix.papers.heads"  # in-tree papers need no entry point
+        assert registry.paper_dir("toy_outside") == pkg
+        assert "my_papers.toy_outside" not in sys.modules  # found without importing the paper package
+        fn = registry.artefact_function("toy_outside", "note")
+        fn({}, tmp_path)
+        assert (tmp_path / "note.md").read_text() == "hi"
+        with pytest.raises(LookupError, match="unknown artefact 'nope' of paper toy_outside"):
+            registry.artefact_function("toy_outside", "nope")
+    finally:
+        for name in ("my_papers", "my_papers.toy_outside"):
+            sys.modules.pop(name, None)
