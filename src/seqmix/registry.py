@@ -214,7 +214,6 @@ def lazy_artefacts(package: str, where: dict[str, list[str]]) -> dict[str, Calla
 # What the pipeline runs on the model side, as "module:attribute" (imported on first use).
 WORKERS = {
     "stages": "seqmix.training.work:StageWork",  # train / evaluate / diagnose one leaf
-    "distributed": "seqmix.training.distributed",  # ranks of a data-parallel job
     "allocator_tunables": "seqmix.training.allocator:tunables",  # GLIBC_TUNABLES of a cluster job
 }
 
