@@ -35,3 +35,18 @@ rule all:
     default_target: True
     input:
         get_all_targets,
+
+
+# The warm worker (seqmix.pipeline.warm): local jobs fork from one process that imported torch, pandas and
+# matplotlib once. Started only when there are jobs to run on this machine (no dry run, no cluster executor);
+# SEQMIX_WARM=0 in the environment turns it off.
+onstart:
+    start_warm_worker()
+
+
+onsuccess:
+    stop_warm_worker()
+
+
+onerror:
+    stop_warm_worker()

@@ -81,18 +81,22 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def split_line(df: pd.DataFrame, elapsed: float | None = None) -> str:
-    """One sentence: job-seconds split into start-up, MLflow, training and other."""
+    """One sentence: job-seconds split into start-up, MLflow, training, evaluation and other. Evaluation is the
+    work of the evaluate jobs (after start-up, less their MLflow ingest)."""
     total = df["wall_s"].sum()
+    evaluate = df[df["rule"].str.endswith(":evaluate")]
     parts = {
         "start-up": df["startup_s"].fillna(0).sum(),
         "MLflow (init + ingest)": df["ingest_s"].sum(),
         "training": df["train_s"].sum(),
+        "evaluation": (evaluate["work_s"].fillna(0) - evaluate["ingest_s"]).clip(lower=0).sum(),
     }
     parts["other"] = total - sum(parts.values())
     text = ", ".join(f"{k} {v:.1f} s ({v / total:.0%})" for k, v in parts.items())
     head = f"{len(df)} jobs, {total:.1f} job-seconds" + (f" in {elapsed:.0f} s of wall clock" if elapsed else "")
     both = parts["start-up"] + parts["MLflow (init + ingest)"]
-    return f"{head}: {text}; start-up + MLflow = {both / total:.0%}."
+    learn = parts["training"] + parts["evaluation"]
+    return f"{head}: {text}; start-up + MLflow = {both / total:.0%}; training + evaluation = {learn / total:.0%}."
 
 
 def main() -> None:

@@ -3,7 +3,8 @@ the workflow, a throwaway paper (config/papers/toy.yaml and src/seqmix/papers/to
 `analysis:` block) whose experiment uses a throwaway mixer (src/seqmix/mixers/toy_mixer.py, registered with
 @register_mixer) enters the DAG with no other file of the tree touched; run for real, editing one claim
 re-runs only the claims step and editing one artefact's analysis slice re-runs only that artefact (and what
-reads its outputs: the claims and the report index)."""
+reads its outputs: the claims and the report index); a corrupt summary is left in place and named by a dry run,
+and moved aside and made again by a run that targets only the paper's claims."""
 
 from __future__ import annotations
 
@@ -239,3 +240,20 @@ def test_claim_edit_reruns_claims_only_and_slice_edit_reruns_its_artefact(toy):
     r = snakemake_local(toy, "-n", "--config", "papers=[toy]", timeout=300)
     assert "Nothing to be done" in r.stdout + r.stderr, r.stdout[-2000:]
     assert changed_files(toy) == set(ADDED)
+
+    summary = res / "e1" / "summary.csv"
+    good = summary.read_bytes()
+    summary.write_bytes(good.replace(b"\n", b"\n9", 1))  # one flipped row: the checksum no longer matches
+    bad = summary.read_bytes()
+    r = snakemake_local(toy, "-n", "--config", "papers=[toy]", timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert f"{summary} is corrupt" in r.stderr
+    assert summary.read_bytes() == bad and not summary.with_name("summary.csv.corrupt").exists()  # moved nothing
+
+    r = snakemake_local(toy, "--config", "papers=[toy]", "--", str(res / "claims.csv"), timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    assert summary.with_name("summary.csv.corrupt").read_bytes() == bad
+    from seqmix import results as layout
+
+    assert summary.read_bytes() != bad and layout.find_corrupt([summary]) == []  # made again, checksum and all
+    assert "holds" in (res / "claims.csv").read_text()

@@ -127,6 +127,7 @@ def get_collect_inputs(wildcards):
 
 
 def get_claims_inputs(wildcards):
+    repair_corrupt_outputs([wildcards.paper])
     return claims_inputs(wildcards.paper)
 
 
@@ -174,10 +175,17 @@ def outputs_to_verify(paper):
 
 # A summary or marker that fails its checksum (or, a marker, does not parse) is moved aside before the DAG
 # decides what to run, so Snakemake sees it missing and makes it again instead of feeding it on
-# (seqmix.results). Not at parse time: `rule all`'s input function runs first while the DAG is built, when
-# Snakemake knows whether this is a dry run, and a dry run moves nothing (it names what a run would move).
-def repair_corrupt_outputs():
-    for _paper in PAPERS:
+# (seqmix.results). Not at parse time but from the input functions of `rule all` and of each paper's claims
+# (whichever target the DAG is built for reaches one of them first), when Snakemake knows whether this is a
+# dry run: a dry run moves nothing (it names what a run would move). Once per paper and process.
+_REPAIRED = set()
+
+
+def repair_corrupt_outputs(papers):
+    for _paper in papers:
+        if _paper in _REPAIRED:
+            continue
+        _REPAIRED.add(_paper)
         if workflow.dryrun:
             for _bad, _why in layout.find_corrupt(outputs_to_verify(_paper)):
                 print(f"seqmix: {_bad} is corrupt ({_why}); a run moves it aside and makes it again", file=sys.stderr)
@@ -189,7 +197,22 @@ def repair_corrupt_outputs():
             )
 
 
+def start_warm_worker():
+    if workflow.local_exec and not workflow.dryrun:
+        import tempfile
+
+        from seqmix.pipeline import warm
+
+        warm.start(tempfile.gettempdir())
+
+
+def stop_warm_worker():
+    from seqmix.pipeline import warm
+
+    warm.stop()
+
+
 def get_all_targets(wildcards):
     """The default target's inputs, after the repair of corrupt outputs."""
-    repair_corrupt_outputs()
+    repair_corrupt_outputs(PAPERS)
     return all_targets()

@@ -14,7 +14,12 @@ _STARTUP: float | None = None  # process age when the work began (interpreter + 
 
 
 def process_age_s() -> float:
-    """Seconds since this process started (Linux /proc), else since this module was imported."""
+    """Seconds since this process started (Linux /proc), else since this module was imported. A job forked by
+    the warm worker counts from its client's start (seqmix.pipeline.warm.T0_ENV), so the start-up a job saved
+    shows as saved and no more."""
+    client_t0 = os.environ.get("SEQMIX_CLIENT_T0")
+    if client_t0:
+        return max(0.0, time.time() - float(client_t0))
     try:
         with open("/proc/self/stat") as f:
             start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
@@ -45,6 +50,8 @@ def setup(threads: int, torch_now: bool = True) -> None:
         import torch
 
         torch.set_num_threads(threads)
+    elif "torch" in sys.modules:  # forked by the warm worker, which imported torch: the count a cold import reads
+        sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     global _STARTUP
     _STARTUP = process_age_s()
 
