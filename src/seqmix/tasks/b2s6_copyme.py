@@ -84,6 +84,6 @@ class CopyMe(Task):
 
     def evaluate(self, model: torch.nn.Module) -> dict:
         x, y = self.test_set()
-        with torch.no_grad():
-            rel = (model(x).double() - y.double()).abs().mean()  # targets are already divided by sigma1
+        pred = self.predict(model, x, dtype=torch.float64)  # the whole set in one call, as the figures were made
+        rel = (pred - y.double()).abs().mean()  # targets are already divided by sigma1
         return {"rel_err": float(rel), "sigma1": self.sigma1, "sigma2": self.sigma2}

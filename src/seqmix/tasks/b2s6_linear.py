@@ -67,5 +67,5 @@ class LinearFunctional(Task):
 
     def evaluate(self, model: torch.nn.Module) -> dict:
         x, y = self.test_set()
-        with torch.no_grad():
-            return {"test_rms": float(((model(x).double() - y.double()) ** 2).mean().sqrt())}
+        pred = self.predict(model, x, dtype=torch.float64)  # the whole set in one call, as the figures were made
+        return {"test_rms": float(((pred - y.double()) ** 2).mean().sqrt())}

@@ -95,13 +95,9 @@ class ByteLM(StoryLM):
     def diagnostics(self, model: torch.nn.Module) -> dict:
         """In-training validation (b2s6 spec E9's perplexity curve): {val_ppl, val_nll, val_bits_per_byte} on the
         first ``eval_segments`` segments of the validation split (all of them when unset)."""
-        was_training = model.training
-        model.eval()
         vx, vy = self.split_set("val")
         n = len(vx) if self.eval_segments is None else min(len(vx), self.eval_segments)
-        with torch.no_grad():
-            out = self._measure(model, vx[:n], vy[:n], prefix="val_")
-        model.train(was_training)
+        out = self._measure(model, vx[:n], vy[:n], prefix="val_")
         return {k: out[k] for k in ("val_ppl", "val_nll")} | {"val_bits_per_byte": out["val_nll"] / math.log(2)}
 
     def evaluate(self, model: torch.nn.Module) -> dict:

@@ -142,13 +142,12 @@ class DiffuseMQAR(Task):
     def evaluate(self, model: torch.nn.Module) -> dict:
         """Token accuracy pooled over the evaluation split and per lag bin (``MqarLayout.lag_bin_edges``)."""
         edges = self.layout.lag_bin_edges()
+
+        def step(lo: int, hi: int) -> tuple[torch.Tensor, torch.Tensor]:
+            x, y, lags = self.split_set(self.eval_split, lo, hi)  # padded to this batch's longest row
+            return lag_hits(model(x).cpu(), y, lags, edges)
+
         hits = counts = torch.zeros(len(edges) - 1, dtype=torch.int64)
-        was_training = model.training
-        model.eval()
-        with torch.no_grad():
-            for lo in range(0, self.sizes[self.eval_split], self.eval_batch):
-                x, y, lags = self.split_set(self.eval_split, lo, min(lo + self.eval_batch, self.sizes[self.eval_split]))
-                h, c = lag_hits(model(x).cpu(), y, lags, edges)
-                hits, counts = hits + h, counts + c
-        model.train(was_training)
+        for h, c in self.in_batches(model, self.sizes[self.eval_split], self.eval_batch, step):
+            hits, counts = hits + h, counts + c
         return {**accuracy_report(hits, counts, edges), "chance": 1.0 / self.layout.value_vocab}

@@ -128,24 +128,25 @@ class RotationsLM(Task):
             if isinstance(m, RandomAngles):
                 m.reseed()  # the same angles for every model and length (rotations spec U17)
         x, y = self.windows(length)
+        sums = self.in_batches(
+            model,
+            len(x),
+            self.eval_batch,
+            lambda lo, hi: float(
+                F.cross_entropy(model(x[lo:hi]).flatten(0, 1).double(), y[lo:hi].flatten(), reduction="sum")
+            ),
+        )
         total = 0.0
-        for i in range(0, len(x), self.eval_batch):
-            logits = model(x[i : i + self.eval_batch])
-            total += float(
-                F.cross_entropy(logits.flatten(0, 1).double(), y[i : i + self.eval_batch].flatten(), reduction="sum")
-            )
+        for s in sums:  # a left fold in batch order, as the committed values were summed (not Python 3.12's sum)
+            total += s
         return total / y.numel()
 
     def evaluate(self, model: torch.nn.Module) -> dict:
         """nll/ppl at every evaluation length and the ratio to the training context."""
-        was_training = model.training
-        model.eval()
         out: dict[str, float] = {}
-        with torch.no_grad():
-            for L in self.lengths:
-                nll = self._nll(model, L)
-                out[f"nll_L{L}"], out[f"ppl_L{L}"] = nll, math.exp(nll)
-        model.train(was_training)
+        for L in self.lengths:
+            nll = self._nll(model, L)
+            out[f"nll_L{L}"], out[f"ppl_L{L}"] = nll, math.exp(nll)
         base = out[f"ppl_L{self.seq_len}"]
         out.update({f"ratio_L{L}": out[f"ppl_L{L}"] / base for L in self.lengths})
         out["ppl"], out["nll"] = base, out[f"nll_L{self.seq_len}"]
