@@ -33,6 +33,8 @@ def linear_weights(L: int, kind: str, seed: int) -> torch.Tensor:
 
 @register_task("b2s6_linear")
 class LinearFunctional(Task):
+    example_options: ClassVar[dict] = {"L": 12, "train_size": 16, "test_size": 8}
+    example_model: ClassVar[dict] = {"name": "ssm_probe", "width": 4, "mixer": {"name": "s6", "d_state": 3}}
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {"evaluate": ("test_rms",)}
 
     def __init__(

@@ -33,6 +33,8 @@ def waves(g: torch.Tensor, L: int, dt: float) -> torch.Tensor:
 
 @register_task("b2s6_waves")
 class CosineCoefficients(Task):
+    example_options: ClassVar[dict] = {"L": 20, "train_size": 16, "test_size": 8}
+    example_model: ClassVar[dict] = {"name": "ssm_probe", "width": 4, "mixer": {"name": "s6", "d_state": 3}}
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {"evaluate": ("test_l2", "test_mse")}
 
     def __init__(

@@ -42,6 +42,19 @@ def load_corpus(args_json: str, inputs_json: str, cache_dir: str | None) -> dict
 class ByteLM(StoryLM):
     """Inputs (B, segment_len) int64 bytes 0..255, targets the next bytes (B, segment_len); model -> (B, T, 256)."""
 
+    example_options: ClassVar[dict] = {
+        "source": "procedural",
+        "max_bytes": 20_000,
+        "segment_len": 32,
+        "eval_segments": 4,
+    }
+    example_model: ClassVar[dict] = {
+        "name": "decoder_lm",
+        "d_model": 8,
+        "n_layers": 1,
+        "mixer": {"name": "softmax_attention", "heads": 2},
+    }
+
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {
         "evaluate": (*StoryLM.summary_columns["evaluate"], "bits_per_byte", "val_bits_per_byte")
     }

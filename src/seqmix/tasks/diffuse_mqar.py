@@ -69,6 +69,25 @@ def _rows(arrays: dict, name: str, lo: int, hi: int) -> list[np.ndarray]:
 class DiffuseMQAR(Task):
     """Inputs (B, T) int64 token ids, targets (B, T) int64 (IGNORE off value positions); model -> (B, T, V)."""
 
+    example_options: ClassVar[dict] = {
+        "key_len": 2,
+        "n_kv": 4,
+        "n_queries": 4,
+        "key_vocab": 16,
+        "value_vocab": 16,
+        "noise_min": 4,
+        "noise_max": 12,
+        "train_size": 16,
+        "val_size": 4,
+        "test_size": 4,
+    }
+    example_model: ClassVar[dict] = {
+        "name": "decoder_lm",
+        "d_model": 8,
+        "n_layers": 1,
+        "mixer": {"name": "softmax_attention", "heads": 2},
+    }
+
     # accuracy_report: pooled token accuracy, then accuracy and target count per lag bin
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {
         "evaluate": ("token_acc", "token_acc_lag_*", "count_lag_*", "chance")

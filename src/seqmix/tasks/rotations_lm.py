@@ -35,6 +35,14 @@ EVAL_SEED = 42  # windows of length L come from seed 42 + L (rotations spec U15)
 class RotationsLM(Task):
     """Inputs (B, context) int64 token ids, targets the next tokens (B, context); model -> (B, T, V)."""
 
+    example_options: ClassVar[dict] = {"n_tokens": 20_000, "context": 16, "eval_max_factor": 2, "eval_windows": 2}
+    example_model: ClassVar[dict] = {
+        "name": "decoder_lm",
+        "d_model": 8,
+        "n_layers": 1,
+        "mixer": {"name": "softmax_attention", "heads": 2},
+    }
+
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {"evaluate": ("ppl", "nll", "ppl_L*", "nll_L*", "ratio_L*")}
 
     def __init__(

@@ -84,6 +84,14 @@ def load_streams(
 class StoryLM(Task):
     """Inputs (B, segment_len) int64 token ids, targets the next tokens (B, segment_len); model -> (B, T, V)."""
 
+    example_options: ClassVar[dict] = {"n_stories": 100, "bpe_vocab": 300, "segment_len": 16, "eval_segments": 4}
+    example_model: ClassVar[dict] = {
+        "name": "decoder_lm",
+        "d_model": 8,
+        "n_layers": 1,
+        "mixer": {"name": "softmax_attention", "heads": 2},
+    }
+
     # lm_report on the evaluation split, and with prefix val_ on the held-out validation split
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {
         "evaluate": (*("ppl", "nll", "top1_pct", "top5_pct"), *("val_ppl", "val_nll", "val_top1_pct", "val_top5_pct"))
