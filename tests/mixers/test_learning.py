@@ -1,12 +1,12 @@
 """Learning smoke test: every causal mixer, inside the decoder LM, learns the tiny associative-recall task.
 
-200 AdamW steps (lr 3e-3, batch 32, d_model 32, 2 layers, 1 thread) on assoc_recall(pairs=4, keys=16,
-values=8); the held-out cross-entropy at the query positions must fall below ``BOUND[name] * ln(8)``
-(chance = ln 8 = 2.08 nats). The bound is 0.75 chance for mixers that can look tokens up by content at this
-budget (attention family, Sessa, S4D/S6/B2S6 units) and looser for those that are slower to start at this
-size (Mamba-1/Mamba2 blocks, measured ~0.87 chance) or have no input-dependent routing (the heads paper's
-linear SSM and factorized attention, ~0.95 chance): the test shows the model uses the context, it is not a
-benchmark.
+200 AdamW steps (lr 3e-3, batch 32, d_model 32, 2 layers, 1 thread) on assoc_recall's example_options
+(pairs=4, keys=16, values=8); the held-out cross-entropy at the query positions must fall below
+``BOUND[name] * ln(8)`` (chance = ln 8 = 2.08 nats). The bound is 0.75 chance for mixers that can look
+tokens up by content at this budget (attention family, Sessa, S4D/S6/B2S6 units) and looser for those that
+are slower to start at this size (Mamba-1/Mamba2 blocks, measured ~0.87 chance) or have no input-dependent
+routing (the heads paper's linear SSM and factorized attention, ~0.95 chance): the test shows the model uses
+the context, it is not a benchmark.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ SLOW = {"path", "b2s6", "b2s6_nobias", "b2s6_real", "mamba", "s6"}
 
 def train_once(name: str, steps: int = 200) -> tuple[float, float]:
     torch.set_num_threads(1)
-    task = AssocRecall(pairs=4, keys=16, values=8)
+    task = AssocRecall(**AssocRecall.example_options)
     torch.manual_seed(0)
     block = "gated" if name.startswith("sessa") else "residual_mlp"
     model = DecoderLM(**task.model_inputs(), d_model=32, n_layers=2, mixer={"name": name, **OPTIONS[name]}, block=block)

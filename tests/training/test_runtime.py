@@ -249,7 +249,7 @@ def test_guard_names_the_gradient_and_tolerates_an_overflowing_norm(caplog):
 def test_in_training_diagnostics_are_counted_and_can_be_switched_off(tmp_path, monkeypatch):
     from seqmix.tasks.assoc_recall import AssocRecall
 
-    monkeypatch.setattr(AssocRecall, "diagnostics", lambda self, model: {"probe": 1.0}, raising=False)
+    monkeypatch.setattr(AssocRecall, "diagnostics", lambda self, model: {"probe": 1.0})
     cfg = lm_leaf({"name": "softmax_attention", "heads": 2}, steps=6)
     cfg["eval"] = {"every": 2}
     on = loop.train(cfg, tmp_path / "on", config_hash(cfg))
@@ -260,6 +260,9 @@ def test_in_training_diagnostics_are_counted_and_can_be_switched_off(tmp_path, m
     off = loop.train(off_cfg, tmp_path / "off", config_hash(off_cfg))
     assert off["diagnostics"]["calls"] == 0 and "diagnostics" not in off["history"]
     assert off["history"]["train_loss"] == on["history"]["train_loss"]  # diagnostics never touch training
+    monkeypatch.undo()  # AssocRecall keeps Task.diagnostics: no probe, so eval.every is ignored
+    plain = loop.train(cfg, tmp_path / "plain", config_hash(cfg))
+    assert plain["diagnostics"]["calls"] == 0 and "diagnostics" not in plain["history"]
 
 
 def test_backend_is_reported_after_the_first_step(tmp_path):

@@ -12,7 +12,7 @@ Token ids: keys 0..keys-1, values keys..keys+values-1. Every batch is a pure fun
 from __future__ import annotations
 
 import math
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -27,6 +27,15 @@ IGNORE = -100
 
 @register_task("assoc_recall")
 class AssocRecall(Task):
+    # also the mixers' learning test's task (tests/mixers/test_learning.py): its bounds are set for ln 8 chance
+    example_options: ClassVar[dict] = {"pairs": 4, "keys": 16, "values": 8}
+    example_model: ClassVar[dict] = {
+        "name": "decoder_lm",
+        "d_model": 8,
+        "n_layers": 1,
+        "mixer": {"name": "softmax_attention", "heads": 2},
+    }
+
     def __init__(
         self,
         *,

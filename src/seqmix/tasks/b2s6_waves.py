@@ -33,6 +33,8 @@ def waves(g: torch.Tensor, L: int, dt: float) -> torch.Tensor:
 
 @register_task("b2s6_waves")
 class CosineCoefficients(Task):
+    example_options: ClassVar[dict] = {"L": 20, "train_size": 16, "test_size": 8}
+    example_model: ClassVar[dict] = {"name": "ssm_probe", "width": 4, "mixer": {"name": "s6", "d_state": 3}}
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {"evaluate": ("test_l2", "test_mse")}
 
     def __init__(
@@ -66,15 +68,9 @@ class CosineCoefficients(Task):
 
     def evaluate(self, model: torch.nn.Module) -> dict:
         x, g = self.test_set()
-        with torch.no_grad():
-            err = model(x).double() - g.double()
+        err = self.predict(model, x, dtype=torch.float64) - g.double()  # the whole set in one call, as before
         return {"test_l2": float(err.norm(dim=-1).mean()), "test_mse": float((err**2).mean())}
 
     def diagnostics(self, model: torch.nn.Module) -> dict:
         """The test mean ||g_pred - g||_2 during training (the paper's per-epoch curve)."""
-        was = model.training
-        model.eval()
-        try:
-            return {"test_l2": self.evaluate(model)["test_l2"]}
-        finally:
-            model.train(was)
+        return {"test_l2": self.evaluate(model)["test_l2"]}

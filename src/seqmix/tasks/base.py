@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
 
 import torch
 
+R = TypeVar("R")
+
 
 class Task:
-    """Base class. Subclasses set ``d_in``, ``d_out``, ``seq_len`` and implement ``batch`` and ``loss``."""
+    """Base class. Subclasses set ``d_in``, ``d_out``, ``seq_len`` and implement ``batch`` and ``loss``; an
+    experiment that lists the evaluate stage needs ``evaluate`` too. ``example_options`` (a small, valid and
+    fast configuration) and ``example_model`` (a tiny model config that fits the task's batches) are read by the
+    task contract test (tests/tasks/test_contract.py)."""
 
     d_in: int
     d_out: int
@@ -17,6 +23,8 @@ class Task:
     # layer), beside the leaf's own (seqmix.config.claims.LEAF_COLUMNS). Claims naming a column no stage
     # declares are refused before any job (seqmix.config.claims.check_claim_columns).
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {}
+    example_options: ClassVar[dict[str, Any]] = {}
+    example_model: ClassVar[dict[str, Any]] = {}
 
     def model_inputs(self) -> dict:
         """What a model built for this task is given, as keyword arguments (sizes, fixed tensors): the model
@@ -37,19 +45,46 @@ class Task:
             f"{type(self).__qualname__} implements no evaluate(model): it cannot run the evaluate stage"
         )
 
+    def diagnostics(self, model: torch.nn.Module) -> dict:
+        """The in-training probe ({name: float}): the training loop calls it every ``eval.every`` steps and
+        records it in ``history["diagnostics"]`` (``seqmix.training.loop``). A task that does not override
+        it has none, and ``eval.every`` is then ignored (``Task.probes_in_training``)."""
+        return {}
+
+    @classmethod
+    def probes_in_training(cls) -> bool:
+        """Whether the class overrides ``diagnostics``."""
+        return cls.diagnostics is not Task.diagnostics
+
     @staticmethod
-    def predict(model: torch.nn.Module, inputs: torch.Tensor, batch_size: int) -> torch.Tensor:
-        """``model(inputs)`` for evaluation: in eval mode, without gradients, ``batch_size`` rows at a time,
-        each output as float32 on the CPU, concatenated; the model's training mode is restored."""
+    def in_batches(model: torch.nn.Module, n: int, batch_size: int, step: Callable[[int, int], R]) -> list[R]:
+        """[``step(lo, hi)`` for each run lo..hi-1 of ``batch_size`` rows out of ``n``], in row order, with
+        ``model`` in eval mode and without gradients; the model's training mode is restored. ``step`` runs the
+        model itself, so it may feed it more than one tensor or reduce each output before the next batch."""
         was_training = model.training
         model.eval()
         try:
             with torch.no_grad():
-                return torch.cat(
-                    [model(inputs[i : i + batch_size]).float().cpu() for i in range(0, len(inputs), batch_size)]
-                )
+                return [step(lo, min(lo + batch_size, n)) for lo in range(0, n, batch_size)]
         finally:
             model.train(was_training)
+
+    @staticmethod
+    def predict(
+        model: torch.nn.Module,
+        inputs: torch.Tensor,
+        batch_size: int | None = None,
+        *,
+        dtype: torch.dtype | None = torch.float32,
+    ) -> torch.Tensor:
+        """``model(inputs)`` (N, ...) -> (N, ...) for evaluation (``in_batches``): ``batch_size`` rows at a time
+        (None: all N in one call), each output on the CPU as ``dtype`` (None: the model's), concatenated."""
+
+        def forward(lo: int, hi: int) -> torch.Tensor:
+            out = model(inputs[lo:hi])
+            return (out if dtype is None else out.to(dtype)).cpu()
+
+        return torch.cat(Task.in_batches(model, len(inputs), batch_size or max(len(inputs), 1), forward))
 
     def loss(self, pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return torch.mean((pred - target) ** 2)

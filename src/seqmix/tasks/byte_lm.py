@@ -42,6 +42,19 @@ def load_corpus(args_json: str, inputs_json: str, cache_dir: str | None) -> dict
 class ByteLM(StoryLM):
     """Inputs (B, segment_len) int64 bytes 0..255, targets the next bytes (B, segment_len); model -> (B, T, 256)."""
 
+    example_options: ClassVar[dict] = {
+        "source": "procedural",
+        "max_bytes": 20_000,
+        "segment_len": 32,
+        "eval_segments": 4,
+    }
+    example_model: ClassVar[dict] = {
+        "name": "decoder_lm",
+        "d_model": 8,
+        "n_layers": 1,
+        "mixer": {"name": "softmax_attention", "heads": 2},
+    }
+
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {
         "evaluate": (*StoryLM.summary_columns["evaluate"], "bits_per_byte", "val_bits_per_byte")
     }
@@ -95,13 +108,9 @@ class ByteLM(StoryLM):
     def diagnostics(self, model: torch.nn.Module) -> dict:
         """In-training validation (b2s6 spec E9's perplexity curve): {val_ppl, val_nll, val_bits_per_byte} on the
         first ``eval_segments`` segments of the validation split (all of them when unset)."""
-        was_training = model.training
-        model.eval()
         vx, vy = self.split_set("val")
         n = len(vx) if self.eval_segments is None else min(len(vx), self.eval_segments)
-        with torch.no_grad():
-            out = self._measure(model, vx[:n], vy[:n], prefix="val_")
-        model.train(was_training)
+        out = self._measure(model, vx[:n], vy[:n], prefix="val_")
         return {k: out[k] for k in ("val_ppl", "val_nll")} | {"val_bits_per_byte": out["val_nll"] / math.log(2)}
 
     def evaluate(self, model: torch.nn.Module) -> dict:

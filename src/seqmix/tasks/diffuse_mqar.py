@@ -69,6 +69,25 @@ def _rows(arrays: dict, name: str, lo: int, hi: int) -> list[np.ndarray]:
 class DiffuseMQAR(Task):
     """Inputs (B, T) int64 token ids, targets (B, T) int64 (IGNORE off value positions); model -> (B, T, V)."""
 
+    example_options: ClassVar[dict] = {
+        "key_len": 2,
+        "n_kv": 4,
+        "n_queries": 4,
+        "key_vocab": 16,
+        "value_vocab": 16,
+        "noise_min": 4,
+        "noise_max": 12,
+        "train_size": 16,
+        "val_size": 4,
+        "test_size": 4,
+    }
+    example_model: ClassVar[dict] = {
+        "name": "decoder_lm",
+        "d_model": 8,
+        "n_layers": 1,
+        "mixer": {"name": "softmax_attention", "heads": 2},
+    }
+
     # accuracy_report: pooled token accuracy, then accuracy and target count per lag bin
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {
         "evaluate": ("token_acc", "token_acc_lag_*", "count_lag_*", "chance")
@@ -142,13 +161,12 @@ class DiffuseMQAR(Task):
     def evaluate(self, model: torch.nn.Module) -> dict:
         """Token accuracy pooled over the evaluation split and per lag bin (``MqarLayout.lag_bin_edges``)."""
         edges = self.layout.lag_bin_edges()
+
+        def step(lo: int, hi: int) -> tuple[torch.Tensor, torch.Tensor]:
+            x, y, lags = self.split_set(self.eval_split, lo, hi)  # padded to this batch's longest row
+            return lag_hits(model(x).cpu(), y, lags, edges)
+
         hits = counts = torch.zeros(len(edges) - 1, dtype=torch.int64)
-        was_training = model.training
-        model.eval()
-        with torch.no_grad():
-            for lo in range(0, self.sizes[self.eval_split], self.eval_batch):
-                x, y, lags = self.split_set(self.eval_split, lo, min(lo + self.eval_batch, self.sizes[self.eval_split]))
-                h, c = lag_hits(model(x).cpu(), y, lags, edges)
-                hits, counts = hits + h, counts + c
-        model.train(was_training)
+        for h, c in self.in_batches(model, self.sizes[self.eval_split], self.eval_batch, step):
+            hits, counts = hits + h, counts + c
         return {**accuracy_report(hits, counts, edges), "chance": 1.0 / self.layout.value_vocab}

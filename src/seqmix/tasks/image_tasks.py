@@ -12,7 +12,7 @@ offline substitutes of b2s6 spec §7), ``digits``, ``fashion-mnist`` or ``cifar1
 from __future__ import annotations
 
 import os
-from typing import Literal
+from typing import ClassVar, Literal
 
 import torch
 
@@ -25,6 +25,20 @@ from .lra_tasks import ClassificationSet, _sizes, fingerprint
 @register_task("lra_image")
 class LRAImage(ClassificationSet):
     """10-class images as (B, H*W, channels) float pixel sequences."""
+
+    example_options: ClassVar[dict] = {
+        "source": "digits",
+        "image_size": 8,
+        "train_size": 20,
+        "val_size": 10,
+        "test_size": 10,
+    }
+    example_model: ClassVar[dict] = {
+        "name": "lra_classifier",
+        "d_model": 8,
+        "n_layers": 1,
+        "mixer": {"name": "s4d", "d_state": 4},
+    }
 
     task_name = "lra_image"
 
@@ -74,6 +88,14 @@ class LRAImage(ClassificationSet):
 @register_task("lra_pathfinder")
 class LRAPathfinder(ClassificationSet):
     """Are the two dots joined? (B, resolution**2, 1) float pixel sequences, 2 classes."""
+
+    example_options: ClassVar[dict] = {"resolution": 16, "train_size": 20, "val_size": 10, "test_size": 10}
+    example_model: ClassVar[dict] = {
+        "name": "lra_classifier",
+        "d_model": 8,
+        "n_layers": 1,
+        "mixer": {"name": "s4d", "d_state": 4},
+    }
 
     task_name = "lra_pathfinder"
 

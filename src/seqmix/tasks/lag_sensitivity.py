@@ -23,6 +23,8 @@ from .base import Task
 
 @register_task("lag_sensitivity")
 class LagSensitivity(Task):
+    example_options: ClassVar[dict] = {"d": 4, "T": [4, 8], "draws": 2}
+    example_model: ClassVar[dict] = {"name": "bare", "mixer": {"name": "softmax_attention", "heads": 1}}
     # the diagnose probe's rows (seqmix.diagnostics.lag_sensitivity): norms per (T, draw), closed forms for
     # an SSM, the uniform-attention approximation for attention
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {

@@ -168,6 +168,21 @@ class ClassificationSet(Task):
 class LRAListOps(ClassificationSet):
     """ListOps (10 classes): (B, max_len) int64 ids of the 17-token vocabulary."""
 
+    example_options: ClassVar[dict] = {
+        "train_size": 20,
+        "val_size": 10,
+        "test_size": 10,
+        "max_len": 32,
+        "min_len": 5,
+        "max_depth": 2,
+    }
+    example_model: ClassVar[dict] = {
+        "name": "lra_classifier",
+        "d_model": 8,
+        "n_layers": 1,
+        "mixer": {"name": "s4d", "d_state": 4},
+    }
+
     task_name = "lra_listops"
 
     n_classes = 10
@@ -214,6 +229,20 @@ class LRAListOps(ClassificationSet):
 class LRAText(ClassificationSet):
     """Byte-level sentiment (2 classes): (B, max_len) int64 ids, byte + 1 (PAD 0, 257 ids)."""
 
+    example_options: ClassVar[dict] = {
+        "source": "procedural",
+        "train_size": 20,
+        "val_size": 10,
+        "test_size": 10,
+        "max_len": 128,
+    }
+    example_model: ClassVar[dict] = {
+        "name": "lra_classifier",
+        "d_model": 8,
+        "n_layers": 1,
+        "mixer": {"name": "s4d", "d_state": 4},
+    }
+
     task_name = "lra_text"
 
     def __init__(
@@ -258,6 +287,20 @@ class LRAText(ClassificationSet):
 @register_task("lra_retrieval")
 class LRARetrieval(ClassificationSet):
     """Document matching (2 classes): (B, 2, max_len) int64 byte ids per pair, for a two-tower model."""
+
+    example_options: ClassVar[dict] = {
+        "source": "procedural",
+        "train_size": 20,
+        "val_size": 10,
+        "test_size": 10,
+        "max_len": 64,
+    }
+    example_model: ClassVar[dict] = {
+        "name": "lra_classifier",
+        "d_model": 8,
+        "n_layers": 1,
+        "mixer": {"name": "s4d", "d_state": 4},
+    }
 
     task_name = "lra_retrieval"
 

@@ -107,6 +107,8 @@ def eval_set(n: int, p: float, L: int, eval_seed: int, size: int, semantics: str
 
 @register_task("reachability")
 class Reachability(Task):
+    example_options: ClassVar[dict] = {"n": 12, "p": 0.15, "L": 2, "d": 16, "eval_size": 8}
+    example_model: ClassVar[dict] = {"name": "cascade"}
     # cascade_diagnostics (reachability_metrics): per slot z<c>, per layer l<c>, and their means
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {
         "evaluate": (

@@ -56,6 +56,8 @@ def teacher_operator(k: int, n: int, rho: float = 1.0) -> torch.Tensor:
 
 @register_task("rotation_teacher")
 class RotationTeacher(Task):
+    example_options: ClassVar[dict] = {"k": 4, "n": 6, "test_size": 8}
+    example_model: ClassVar[dict] = {"name": "bare", "mixer": {"name": "factorized_linear_attention", "heads": 1}}
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {
         "evaluate": ("test_mse", "norm_mse", "mse_opt", "mse_ratio", "sup_err", "probe_err")
     }

@@ -35,6 +35,14 @@ EVAL_SEED = 42  # windows of length L come from seed 42 + L (rotations spec U15)
 class RotationsLM(Task):
     """Inputs (B, context) int64 token ids, targets the next tokens (B, context); model -> (B, T, V)."""
 
+    example_options: ClassVar[dict] = {"n_tokens": 20_000, "context": 16, "eval_max_factor": 2, "eval_windows": 2}
+    example_model: ClassVar[dict] = {
+        "name": "decoder_lm",
+        "d_model": 8,
+        "n_layers": 1,
+        "mixer": {"name": "softmax_attention", "heads": 2},
+    }
+
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {"evaluate": ("ppl", "nll", "ppl_L*", "nll_L*", "ratio_L*")}
 
     def __init__(
@@ -128,24 +136,25 @@ class RotationsLM(Task):
             if isinstance(m, RandomAngles):
                 m.reseed()  # the same angles for every model and length (rotations spec U17)
         x, y = self.windows(length)
+        sums = self.in_batches(
+            model,
+            len(x),
+            self.eval_batch,
+            lambda lo, hi: float(
+                F.cross_entropy(model(x[lo:hi]).flatten(0, 1).double(), y[lo:hi].flatten(), reduction="sum")
+            ),
+        )
         total = 0.0
-        for i in range(0, len(x), self.eval_batch):
-            logits = model(x[i : i + self.eval_batch])
-            total += float(
-                F.cross_entropy(logits.flatten(0, 1).double(), y[i : i + self.eval_batch].flatten(), reduction="sum")
-            )
+        for s in sums:  # a left fold in batch order, as the committed values were summed (not Python 3.12's sum)
+            total += s
         return total / y.numel()
 
     def evaluate(self, model: torch.nn.Module) -> dict:
         """nll/ppl at every evaluation length and the ratio to the training context."""
-        was_training = model.training
-        model.eval()
         out: dict[str, float] = {}
-        with torch.no_grad():
-            for L in self.lengths:
-                nll = self._nll(model, L)
-                out[f"nll_L{L}"], out[f"ppl_L{L}"] = nll, math.exp(nll)
-        model.train(was_training)
+        for L in self.lengths:
+            nll = self._nll(model, L)
+            out[f"nll_L{L}"], out[f"ppl_L{L}"] = nll, math.exp(nll)
         base = out[f"ppl_L{self.seq_len}"]
         out.update({f"ratio_L{L}": out[f"ppl_L{L}"] / base for L in self.lengths})
         out["ppl"], out["nll"] = base, out[f"nll_L{self.seq_len}"]

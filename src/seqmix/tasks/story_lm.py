@@ -84,6 +84,14 @@ def load_streams(
 class StoryLM(Task):
     """Inputs (B, segment_len) int64 token ids, targets the next tokens (B, segment_len); model -> (B, T, V)."""
 
+    example_options: ClassVar[dict] = {"n_stories": 100, "bpe_vocab": 300, "segment_len": 16, "eval_segments": 4}
+    example_model: ClassVar[dict] = {
+        "name": "decoder_lm",
+        "d_model": 8,
+        "n_layers": 1,
+        "mixer": {"name": "softmax_attention", "heads": 2},
+    }
+
     # lm_report on the evaluation split, and with prefix val_ on the held-out validation split
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {
         "evaluate": (*("ppl", "nll", "top1_pct", "top5_pct"), *("val_ppl", "val_nll", "val_top1_pct", "val_top5_pct"))
@@ -153,23 +161,23 @@ class StoryLM(Task):
         return F.cross_entropy(pred.flatten(0, 1).float(), target.flatten())
 
     def _measure(self, model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, prefix: str) -> dict:
+        """lm_report of x, y (N, T): each batch's logits are reduced to counts before the next batch runs (the
+        (N, T, V) logits of a whole split need not fit), and the counts are summed in batch order."""
+        counts = self.in_batches(
+            model, len(x), self.eval_batch, lambda lo, hi: lm_counts(model(x[lo:hi]).cpu(), y[lo:hi])
+        )
         totals = [0.0, 0, 0, 0]
-        for i in range(0, len(x), self.eval_batch):
-            counts = lm_counts(model(x[i : i + self.eval_batch]).cpu(), y[i : i + self.eval_batch])
-            totals = [a + b for a, b in zip(totals, counts)]
+        for c in counts:
+            totals = [a + b for a, b in zip(totals, c)]
         return lm_report(*totals, prefix=prefix)
 
     def evaluate(self, model: torch.nn.Module) -> dict:
         """ppl, top1_pct, top5_pct on the evaluation split and val_* on the held-out validation split."""
-        was_training = model.training
-        model.eval()
-        with torch.no_grad():
-            out = self._measure(model, *self.test_set(), prefix="")
-            if self.eval_split != "val":
-                vx, vy = self.split_set("val")
-                n = len(vx) if self.eval_segments is None else min(len(vx), self.eval_segments)
-                out.update(self._measure(model, vx[:n], vy[:n], prefix="val_"))
-        model.train(was_training)
+        out = self._measure(model, *self.test_set(), prefix="")
+        if self.eval_split != "val":
+            vx, vy = self.split_set("val")
+            n = len(vx) if self.eval_segments is None else min(len(vx), self.eval_segments)
+            out.update(self._measure(model, vx[:n], vy[:n], prefix="val_"))
         return out
 
 

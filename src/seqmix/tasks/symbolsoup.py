@@ -79,6 +79,21 @@ def _dataset(seed: int, sizes: tuple, min_tokens: int, max_tokens: int, cache_di
 class SymbolSoup(Task):
     """Inputs (B, max_tokens) int64 token ids, targets (B,) class ids in 0..19; the model returns (B, 20)."""
 
+    example_options: ClassVar[dict] = {
+        "train_size": 20,
+        "val_size": 20,
+        "test_size": 20,
+        "min_tokens": 20,
+        "max_tokens": 30,
+    }
+    example_model: ClassVar[dict] = {
+        "name": "sequence_classifier",
+        "d_model": 8,
+        "n_layers": 1,
+        "mixer": {"name": "softmax_attention", "heads": 2},
+        "pooling": "last",
+    }
+
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {"evaluate": ("accuracy", "loss", "chance")}
 
     def __init__(

@@ -68,12 +68,12 @@ def _load_checkpoint(path: Path, config_hash: str, runtime: Runtime, model, opt,
 
 
 class _Diagnostics:
-    """In-training evaluation (``eval.every``): recorded in ``history["diagnostics"]``, timed, and off when
-    ``eval.every`` is 0/null or the task has no ``diagnostics(model)``."""
+    """In-training evaluation (``eval.every``), the task's one probe ``Task.diagnostics``: recorded in
+    ``history["diagnostics"]``, timed, and off when ``eval.every`` is 0/null or the task does not override it."""
 
     def __init__(self, cfg: dict, task, model, history: dict, on_log, runtime: Runtime):
         every = (cfg.get("eval") or {}).get("every")
-        self.every = int(every) if every and hasattr(task, "diagnostics") else 0
+        self.every = int(every) if every and task.probes_in_training() else 0
         self.task, self.model, self.history, self.on_log, self.runtime = task, model, history, on_log, runtime
         self.seconds, self.calls = 0.0, 0
 
