@@ -4,7 +4,7 @@ the workflow, a throwaway paper (config/papers/toy.yaml and src/seqmix/papers/to
 @register_mixer) enters the DAG with no other file of the tree touched; run for real, editing one claim
 re-runs only the claims step and editing one artefact's analysis slice re-runs only that artefact (and what
 reads its outputs: the claims and the report index); a corrupt summary is left in place and named by a dry run,
-and moved aside and made again by a run that targets only the paper's claims."""
+and moved aside and made again, with what reads it, by a run that targets only the paper's claims."""
 
 from __future__ import annotations
 
@@ -247,10 +247,10 @@ def test_claim_edit_reruns_claims_only_and_slice_edit_reruns_its_artefact(toy):
     bad = summary.read_bytes()
     r = snakemake_local(toy, "-n", "--config", "papers=[toy]", timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert f"{summary} is corrupt" in r.stderr
+    assert f"{summary.relative_to(toy)} is corrupt" in r.stderr
     assert summary.read_bytes() == bad and not summary.with_name("summary.csv.corrupt").exists()  # moved nothing
 
-    r = snakemake_local(toy, "--config", "papers=[toy]", "--", str(res / "claims.csv"), timeout=600)
+    r = snakemake_local(toy, "--config", "papers=[toy]", "--", str((res / "claims.csv").relative_to(toy)), timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     assert summary.with_name("summary.csv.corrupt").read_bytes() == bad
     from seqmix import results as layout

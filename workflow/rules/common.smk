@@ -173,11 +173,12 @@ def outputs_to_verify(paper):
     return claims_inputs(paper) + markers
 
 
-# A summary or marker that fails its checksum (or, a marker, does not parse) is moved aside before the DAG
-# decides what to run, so Snakemake sees it missing and makes it again instead of feeding it on
-# (seqmix.results). Not at parse time but from the input functions of `rule all` and of each paper's claims
-# (whichever target the DAG is built for reaches one of them first), when Snakemake knows whether this is a
-# dry run: a dry run moves nothing (it names what a run would move). Once per paper and process.
+# A summary or marker that fails its checksum (or, a marker, does not parse) is moved aside and its path
+# forced (the DAG's forcefiles, as --force would), so the rule that makes it runs again and so does every rule
+# downstream; moved aside alone, Snakemake would skip a missing file whose consumers are up to date (measured).
+# Not at parse time but from the input functions of `rule all` and of a paper's claims (whichever target the
+# DAG is built for reaches one of them), when Snakemake knows whether this is a dry run: a dry run moves
+# nothing (it names what a run would move). Once per paper and process.
 _REPAIRED = set()
 
 
@@ -191,6 +192,7 @@ def repair_corrupt_outputs(papers):
                 print(f"seqmix: {_bad} is corrupt ({_why}); a run moves it aside and makes it again", file=sys.stderr)
             continue
         for _bad in layout.discard_corrupt(outputs_to_verify(_paper)):
+            workflow.dag.forcefiles.add(str(_bad))
             print(
                 f"seqmix: {_bad} was corrupt; moved aside to {_bad.name}.corrupt, it will be made again",
                 file=sys.stderr,
