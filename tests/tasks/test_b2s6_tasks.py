@@ -53,6 +53,29 @@ def test_copy_me_inputs_targets_and_loss():
     assert big.evaluate(Zero())["rel_err"] == pytest.approx(0.798, abs=0.02), "predicting 0 gives E|z| (spec §4 T9)"
 
 
+def test_copy_me_raw_target_is_the_papers_and_keeps_the_relative_error():
+    """target: raw learns G = |u1| itself (the paper divides only the reported error by sigma1): same inputs, the
+    target sigma1 times the normalised one, and a predictor scored the same under both conventions."""
+    norm = CopyMe(sigmas="1e-2_1e2", d=4, L=5, train_size=16, test_size=64)
+    raw = CopyMe(sigmas="1e-2_1e2", d=4, L=5, train_size=16, test_size=64, target="raw")
+    (xn, yn), (xr, yr) = norm.test_set(), raw.test_set()
+    assert torch.equal(xn, xr) and torch.allclose(yr, xr[:, 0, :1].abs())
+    assert torch.allclose(yr, 0.01 * yn)
+
+    class Const(torch.nn.Module):
+        def __init__(self, value):
+            super().__init__()
+            self.value = value
+
+        def forward(self, x):
+            return torch.full((x.shape[0], 1), self.value)
+
+    # predicting 0.674 sigma1 (the median of |u1|): the same relative error, whatever the target's scale
+    median = norm.evaluate(Const(0.674))["rel_err"]
+    assert raw.evaluate(Const(0.674 * 0.01))["rel_err"] == pytest.approx(median, rel=1e-5)
+    assert raw.evaluate(Const(0.0))["rel_err"] != pytest.approx(raw.evaluate(Const(0.01))["rel_err"])
+
+
 @pytest.mark.parametrize("bad", ["1e-2", "a_b", "1_-1", "1_2_3"])
 def test_copy_me_rejects_malformed_sigmas(bad):
     with pytest.raises(ValueError, match="sigmas"):

@@ -172,7 +172,9 @@ def _raw_splits(source: str, directory) -> tuple[dict, str]:
         found = find_fashion_mnist(directory)
         if found is None:
             raise FileNotFoundError(
-                f"Fashion-MNIST idx files not found in {directory!r}, $FASHION_MNIST_DIR or {FASHION_DIRS}"
+                f"Fashion-MNIST idx files not found in {directory!r}, $FASHION_MNIST_DIR or {FASHION_DIRS}: install "
+                "Debian's dataset-fashion-mnist package (apt-get install dataset-fashion-mnist) or point "
+                "$FASHION_MNIST_DIR at a directory holding the four idx files"
             )
         return load_fashion_mnist(found), source
     if source == "digits":

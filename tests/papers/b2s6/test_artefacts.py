@@ -4,6 +4,8 @@ and Figures 4 and 6 from fake leaves and summaries. New with the b2s6 package (n
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import pytest
 
@@ -67,6 +69,21 @@ def test_stability_reads_histories_and_draws_figure6(tmp_path):
     figures.figure6(spec, tmp_path)
     tables.e5_stability({"inputs": {"artefacts": {"stability": [str(tmp_path / "summary.csv")]}}}, tmp_path)
     assert (tmp_path / "figure6.png").stat().st_size > 0 and "s6" in (tmp_path / "e5_stability.md").read_text()
+
+
+def test_stability_ratio_of_delta_gradients_to_s4d():
+    """grad_b_ratio_to_s4d pairs each leaf with S4D at the same c and seed (Thm 3's ratio), NaN without one."""
+    rows = [
+        {"variant": "s4d", "c": 1.0, "seed": 0, "max_grad_norm_b": 2.0},
+        {"variant": "s6", "c": 1.0, "seed": 0, "max_grad_norm_b": 0.5},
+        {"variant": "s6", "c": 3.0, "seed": 0, "max_grad_norm_b": 0.5},
+        {"variant": "s4d", "c": 3.0, "seed": 1, "max_grad_norm_b": 4.0},
+        {"variant": "s6", "c": 3.0, "seed": 1, "max_grad_norm_b": 2.0},
+    ]
+    analysis._ratio_to_s4d(rows)
+    ratios = [r["grad_b_ratio_to_s4d"] for r in rows]
+    assert ratios[1] == 0.25 and ratios[4] == 0.5
+    assert math.isnan(ratios[0]) and math.isnan(ratios[2]) and math.isnan(ratios[3])
 
 
 def test_figure4_heat_maps(tmp_path):

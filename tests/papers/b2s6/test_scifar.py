@@ -170,13 +170,14 @@ def test_relations_count_bias_wins_monotone_drops_and_best_h():
     "scale, n_e2, n_e6, hs, d",
     [
         ("tiny", 2, 6, {1, 4}, 8),
-        ("cpu", 4, 36, {1, 2, 4, 8, 16, 32}, 32),
+        ("cpu", 6, 54, {1, 2, 4, 8, 16, 32}, 32),
         ("paper", 6, 120, {1, 2, 4, 8, 16, 32, 64, 128}, 128),
     ],
 )
 def test_e2_e6_config_at_every_scale(scale, n_e2, n_e6, hs, d):
-    """The E2/E6 leaves per scale: counts, h dividing d, each variant's switch (tie_BC, bias, complex with
-    twice the real states), every Table 1 cell's claim shown by the table1 artefact."""
+    """The E2/E6 leaves per scale: counts (3 seeds at cpu), h dividing d, each variant's switch (tie_BC, bias,
+    complex with twice the real states), the data (CIFAR-10 at paper, Fashion-MNIST at cpu, digits pinned at
+    tiny), and one claim per Table 1 cell, expected at paper scale only."""
     cfg = load_paper(PAPER_FILE, scale)
     leaves = [leaf for leaf in expand_leaves("b2s6", cfg, scale) if leaf.experiment in ("e2", "e6")]
     e2 = [leaf.config for leaf in leaves if leaf.experiment == "e2"]
@@ -191,7 +192,12 @@ def test_e2_e6_config_at_every_scale(scale, n_e2, n_e6, hs, d):
     states = {c["variant"]: c["model"]["mixer"]["d_state"] for c in e6}
     assert states["real"] == 2 * states["complex"] == 2 * states["nobias"]
     sources = {c["task"]["source"] for c in e2 + e6}
-    assert sources == ({"cifar10"} if scale == "paper" else {"digits"})
+    assert sources == {{"paper": "cifar10", "cpu": "fashion-mnist", "tiny": "digits"}[scale]}
+    cells = {c["id"]: c for c in cfg["claims"] if c["id"].startswith("table1-h")}
+    assert len(cells) == 24 and all(c["expected_at"] == ["paper"] for c in cells.values())
+    assert {(c["ours"]["where"]["sweep_value"], c["ours"]["where"]["variant"]) for c in cells.values()} == {
+        (r["h"], v) for r in cfg["analysis"]["table1_paper"]["rows"] for v in ("complex", "nobias", "real")
+    }
     paper = cfg["analysis"]["table1_paper"]
     assert [r["h"] for r in paper["rows"]] == [1, 2, 4, 8, 16, 32, 64, 128] and paper["d"] == 128
     assert cfg["artefacts"]["table1"]["analysis"] == ["table1_paper"]

@@ -97,3 +97,17 @@ def test_s6_quadratic_form_matches_the_loop():
     want = _loop_output(A, B[:, 0], C[0], b, 0.0, u, True)
     got = th.s6_quadratic_form(A, B, C, torch.ones(1, dtype=torch.float64), 0.3, u)
     assert torch.allclose(got, want, rtol=1e-10)
+
+
+def test_rank_bounds_follow_d_and_L():
+    """T1 / D2: S4D's final output is linear in u in R^L, so its rank is capped at min(d, L); the claim's
+    deficit is against that bound (d = 32 > L = 16 gave a deficit of 16 against d). With L >= d both S4D and
+    B2S6 with per-channel constant Delta reach d; S6 stays at 1 and block-only B2S6 at h."""
+    from seqmix.papers.b2s6.checks import check_rank
+
+    short = {r["quantity"]: r["value"] for r in check_rank(32, 16, 8, 4, 0)}
+    assert short["rank_s4d"] == 16 and short["rank_s4d_deficit"] == 0
+    assert short["rank_b2s6"] > 16 and short["rank_b2s6_deficit"] == 0  # u_k and u_k^2: up to 2L - 1 = 31
+    full = {r["quantity"]: r["value"] for r in check_rank(32, 40, 8, 4, 0)}
+    assert full["rank_s4d"] == full["rank_b2s6"] == 32
+    assert full["rank_s6"] == 1 and full["rank_b2s6_nobias"] == 4

@@ -111,4 +111,15 @@ def stability(spec: dict, out: Path) -> None:
             row[f"max_{key}"] = float(g.max())
             row[f"median_{key}"] = float(np.median(g))
         rows.append(row)
+    _ratio_to_s4d(rows)
     write_csv(out / "summary.csv", rows, checksum=True)  # the claims verify it
+
+
+def _ratio_to_s4d(rows: list[dict]) -> None:
+    """grad_b_ratio_to_s4d: a leaf's largest Delta-bias gradient norm over S4D's at the same c and seed (NaN for
+    S4D itself, or without that S4D leaf). Thm 3 is about how this ratio grows with c (c^2 for the unit
+    gradients at w = 0), not about its size: the two units' parametrisations set a constant prefactor."""
+    s4d = {(r["c"], r["seed"]): r["max_grad_norm_b"] for r in rows if r["variant"] == "s4d"}
+    for r in rows:
+        ref = s4d.get((r["c"], r["seed"])) if r["variant"] != "s4d" else None
+        r["grad_b_ratio_to_s4d"] = r["max_grad_norm_b"] / ref if ref else math.nan

@@ -33,15 +33,29 @@ def _rank(Y: torch.Tensor, tol: float = 1e-10) -> int:
     return int((s > tol * s[0]).sum()) if s[0] > 0 else 0
 
 
-def _const_delta(unit, b: float = -2.0) -> None:
-    """w = 0 and one b for every channel: the constant-Delta setting of Thms 1 and 4."""
+def _const_delta(unit, b: float | torch.Tensor = -2.0) -> None:
+    """w = 0 and b (one for every channel, or one per channel): the constant-Delta setting of Thms 1 and 4."""
     with torch.no_grad():
         unit.w.zero_()
-        unit.b.fill_(b)
+        unit.b.copy_(torch.as_tensor(b, dtype=unit.b.dtype).expand_as(unit.b))
+
+
+def _spread_b(d: int) -> torch.Tensor:
+    """Per-channel b with softplus(b) log-spaced over [0.1, 1] (the S4D steps of the rank check)."""
+    delta = torch.logspace(-1, 0, d, dtype=torch.float64)
+    return torch.log(torch.expm1(delta))  # softplus^-1
 
 
 def check_rank(d: int, L: int, n: int, h: int, seed: int) -> list[dict]:
-    """T1 / D2: ranks of the d x N_s matrix of final outputs Gamma(M u)_L, u in [0, 1]^(L-1) x {1}."""
+    """T1 / D2: ranks of the d x N_s matrix of final outputs Gamma(M u)_L, u in [0, 1]^(L-1) x {1}.
+
+    ``rank_<unit>_deficit`` is the unit's bound less its rank. S4D's final output is linear in u in R^L, so its
+    rank is at most min(d, L) (at d = 32, L = 16 the cap is 16, not d); B2S6 with B_bias is a combination of
+    u_k and u_k^2 (k < L) and the constant u_L = 1, at most min(d, 2L - 1). Its channels get their own
+    constant Delta (softplus(b^(i)) log-spaced over [0.1, 1], as the bias-only construction of Thm 4 gives each
+    channel its own step); with one b for every channel its bias part spans only the 2n real sequences
+    exp(m Delta a_r), a rank of h + 2n - 1 (19 at h = 4, n = 8 complex). S6 and the block-only B2S6 keep one
+    b for all channels (Thm 1 part II, spec §2.3 case (c)); their deficit is d - rank."""
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     M = torch.randn(d, generator=g, dtype=torch.float64)
@@ -62,10 +76,11 @@ def check_rank(d: int, L: int, n: int, h: int, seed: int) -> list[dict]:
         for name, unit in units.items():
             unit.double()
             if name != "s4d":
-                _const_delta(unit)
+                _const_delta(unit, _spread_b(d) if name == "b2s6" else -2.0)
             ranks[name] = _rank(unit(x)[:, -1])  # of the (N_s, d) final outputs
             rows.append(_row("T1", f"rank_{name}", ranks[name], d=d, h=h))
-            rows.append(_row("T1", f"rank_{name}_deficit", d - ranks[name], d=d, h=h))
+            bound = {"s4d": min(d, L), "b2s6": min(d, 2 * L - 1)}.get(name, d)
+            rows.append(_row("T1", f"rank_{name}_deficit", bound - ranks[name], d=d, h=h))
         rows.append(_row("T1", "rank_b2s6_nobias_minus_h", ranks["b2s6_nobias"] - h, d=d, h=h))
         s6 = units["s6"]
         delta = F.softplus(s6.b[0]).item()
