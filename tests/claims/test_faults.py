@@ -57,7 +57,9 @@ ORDERING = {"kind": "ordering", "order": [1, 2, 3], "direction": "decreasing"}
 def test_ordering_with_a_non_finite_point_is_invalid(tmp_path, bad):
     """Guards: NaN comparisons are False, so an ordering with NaN 'held' (breaks were never found)."""
     write_table(tmp_path, rows("a", 1, [3.0, 3.0]) + rows("a", 2, [bad, 2.0]) + rows("a", 3, [1.0, 1.0]))
-    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a"}, "aggregate": "mean"}, ORDERING))
+    res = verdict(
+        tmp_path, claim({"over": "T", "where": {"variant": "a", "T": [1, 2, 3]}, "aggregate": "mean"}, ORDERING)
+    )
     assert res.verdict == C.INVALID, res
     assert "T=2" in res.detail and "seed=0" in res.detail  # the offending row, named
     assert "non-finite" in res.detail
@@ -66,7 +68,7 @@ def test_ordering_with_a_non_finite_point_is_invalid(tmp_path, bad):
 def test_all_nan_ordering_is_invalid(tmp_path):
     """Guards: an all-NaN series 'held' as monotone."""
     write_table(tmp_path, [dict(variant="a", T=x, seed=0, m=math.nan) for x in (1, 2, 3)])
-    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a"}}, ORDERING))
+    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a", "T": [1, 2, 3]}}, ORDERING))
     assert res.verdict == C.INVALID and all(f"T={x}" in res.detail for x in (1, 2, 3)), res.detail
 
 
@@ -87,7 +89,7 @@ def test_scalar_with_a_nan_row_is_invalid_even_when_the_median_is_finite(tmp_pat
 
 def test_slope_with_an_inf_point_is_invalid(tmp_path):
     write_table(tmp_path, rows("a", 1, [1.0]) + rows("a", 2, [math.inf]) + rows("a", 3, [3.0]))
-    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a"}}, {"kind": "slope", "lo": 0}))
+    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a", "T": [1, 2, 3]}}, {"kind": "slope", "lo": 0}))
     assert res.verdict == C.INVALID and "T=2" in res.detail, res
 
 
@@ -101,7 +103,7 @@ def test_ratio_denominator_with_nan_is_invalid(tmp_path):
 def test_slope_relative_to_a_nan_reference_is_invalid(tmp_path):
     write_table(tmp_path, [dict(variant="a", T=x, seed=0, m=float(x), rate=math.nan) for x in (1, 2, 3)])
     check = {"kind": "slope", "relative_to": {"metric": "rate"}, "lo": 0}
-    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a"}}, check))
+    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a", "T": [1, 2, 3]}}, check))
     assert res.verdict == C.INVALID and "rate" in res.detail, res
 
 
@@ -127,7 +129,7 @@ def test_aggregate_over_listed_variants_with_one_missing_is_not_run(tmp_path):
 def test_listed_member_missing_at_one_point_of_a_series_is_not_run(tmp_path):
     """A max over variants [a, b] at every T: b lacking at T = 2 is missing there, not a max over a alone."""
     write_table(tmp_path, rows("a", 1, [1.0]) + rows("b", 1, [2.0]) + rows("a", 2, [1.0]))
-    sel = {"over": "T", "where": {"variant": ["a", "b"]}, "aggregate": "max"}
+    sel = {"over": "T", "where": {"variant": ["a", "b"], "T": [1, 2]}, "aggregate": "max"}
     res = verdict(tmp_path, claim(sel, {"kind": "slope"}))
     assert res.verdict == C.NOT_RUN and res.detail == "missing variant=b at T=2", res
 
@@ -172,7 +174,7 @@ def test_declared_seed_list_restricts_and_requires(tmp_path):
 
 def test_seed_count_per_point_of_a_series_shows_the_worst_point(tmp_path):
     write_table(tmp_path, rows("a", 1, [1.0, 1.0, 1.0]) + rows("a", 2, [2.0, 2.0]) + rows("a", 3, [3.0, 3.0, 3.0]))
-    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a"}}, {"kind": "slope"}))
+    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a", "T": [1, 2, 3]}}, {"kind": "slope"}))
     assert res.verdict == C.NOT_RUN and res.detail == "2 of 3 seeds at T=2 (missing seed 2)" and res.seeds == "2/3"
 
 
@@ -215,7 +217,9 @@ def test_geomean_of_non_positive_values_is_invalid(tmp_path):
 def test_log_of_non_positive_values_in_a_slope_is_invalid(tmp_path):
     """Guards: logy clipped a zero to 1e-300 (log10 = -300), giving a slope of -300 that could hold."""
     write_table(tmp_path, rows("a", 1, [1.0]) + rows("a", 2, [0.0]))
-    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a"}}, {"kind": "slope", "logy": True}))
+    res = verdict(
+        tmp_path, claim({"over": "T", "where": {"variant": "a", "T": [1, 2]}}, {"kind": "slope", "logy": True})
+    )
     assert res.verdict == C.INVALID and "log of non-positive" in res.detail and "T=2" in res.detail, res
 
 
@@ -229,7 +233,7 @@ def test_ratio_to_zero_denominator_is_invalid(tmp_path):
 
 def test_ratio_to_zero_denominator_in_a_series_names_the_point(tmp_path):
     write_table(tmp_path, rows("a", 1, [1.0]) + rows("a", 2, [1.0]) + rows("b", 1, [2.0]) + rows("b", 2, [0.0]))
-    sel = {"over": "T", "where": {"variant": "a"}, "ratio_to": {"variant": "b"}, "reduce": "max"}
+    sel = {"over": "T", "where": {"variant": "a", "T": [1, 2]}, "ratio_to": {"variant": "b"}, "reduce": "max"}
     res = verdict(tmp_path, claim(sel, {"kind": "threshold", "op": ">", "value": 1}))
     assert res.verdict == C.INVALID and res.detail == "division by zero at T=2", res
 
@@ -237,7 +241,7 @@ def test_ratio_to_zero_denominator_in_a_series_names_the_point(tmp_path):
 def test_slope_relative_to_zero_is_invalid(tmp_path):
     write_table(tmp_path, [dict(variant="a", T=x, seed=0, m=float(x), rate=0.0) for x in (1, 2, 3)])
     check = {"kind": "slope", "relative_to": {"metric": "rate"}, "lo": 0}
-    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a"}}, check))
+    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a", "T": [1, 2, 3]}}, check))
     assert res.verdict == C.INVALID and "division by zero" in res.detail, res
 
 

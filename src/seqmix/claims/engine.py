@@ -51,6 +51,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from . import noise as noise_model
 from .checks import (
     CONSISTENCY,
     DERIVED,
@@ -64,14 +65,16 @@ from .checks import (
     NOT_RUN,
     REPRODUCTION,
     VERDICTS,
+    WITHIN_NOISE,
     ClaimResult,
     InvalidInput,
     MissingResults,
+    _require_finite,
     claim_kind,
     run_check,
 )
 from .render import COLUMNS, to_frame, write_claims, write_counts
-from .select import _aggregate, load_table, read_ours, read_reference, read_selection
+from .select import _aggregate, load_table, read_claim, read_ours, read_reference
 
 __all__ = [
     "CONSISTENCY",
@@ -86,6 +89,7 @@ __all__ = [
     "NOT_RUN",
     "REPRODUCTION",
     "VERDICTS",
+    "WITHIN_NOISE",
     "ClaimResult",
     "InvalidInput",
     "MissingResults",
@@ -107,6 +111,37 @@ def _check_text(check: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in check.items() if k != "kind").join((f"{check['kind']}(", ")"))
 
 
+def _interval_text(est) -> str:
+    if est is None:
+        return ""
+    points = est if isinstance(est, list) else [(None, est)]
+    if any(e.unknown for _, e in points):
+        return "unknown"
+    cells = [f"[{e.lo:.4g}, {e.hi:.4g}]" for _, e in points]
+    return cells[0] if not isinstance(est, list) else ", ".join(f"{x}: {c}" for (x, _), c in zip(points, cells))
+
+
+def _judge(claim: dict, reading, ref, axis: str) -> tuple[str, str]:
+    check = claim["check"]
+    if not reading.noise.active:
+        ok, detail = run_check(check, reading.ours, claim.get("reported"), ref, axis=axis)
+        return (HOLDS if ok else DIFFERS), detail
+    if check["kind"] == "ordering" and check.get("rtol"):
+        raise InvalidInput(f"an ordering's rtol is the slack of a deterministic series; noise {reading.noise.kind!r} "
+                           "judges the steps by their intervals: set noise: none or drop rtol")  # fmt: skip
+    _require_finite(reading.ours, axis)
+    outcome, detail = noise_model.judge(check, reading.estimate, claim.get("reported"), ref, axis)
+    return {noise_model.HOLD: HOLDS, noise_model.DIFFER: DIFFERS, noise_model.NOISE: WITHIN_NOISE}[outcome], detail
+
+
+def _secondary_text(claim: dict) -> str:
+    sec = claim.get("secondary")
+    return f"of {sec['of']}: {sec['why']}" if sec else ""
+
+
+WOULD = {HOLDS: "hold", DIFFERS: "differ", WITHIN_NOISE: "be within noise"}
+
+
 def evaluate_claim(claim: dict, results_dir: Path, scale: str) -> ClaimResult:
     base = dict(
         id=claim["id"],
@@ -118,25 +153,35 @@ def evaluate_claim(claim: dict, results_dir: Path, scale: str) -> ClaimResult:
         expected_at=claim["expected_at"],
         kind=claim_kind(claim),
         by_construction=claim.get("by_construction") or "",
+        secondary=_secondary_text(claim),
     )
     sel, declared = claim["ours"], claim.get("seeds")
-    ours, seeds = None, NO_SEEDS
+    reading = None
     try:
-        ours, seeds = read_selection(sel, results_dir, declared)
+        reading = read_claim(sel, results_dir, declared, claim.get("noise"), base["kind"] == CONSISTENCY, scale)
         ref = None
         if claim["check"].get("relative_to") is not None:
             ref = read_reference(sel, claim["check"]["relative_to"], results_dir, declared)
-        ok, detail = run_check(claim["check"], ours, claim.get("reported"), ref, axis=sel.get("over") or "x")
+        verdict, detail = _judge(claim, reading, ref, sel.get("over") or "x")
     except MissingResults as e:
-        return ClaimResult(ours=ours, verdict=NOT_RUN, detail=str(e), seeds=e.seeds if ours is None else seeds, **base)
+        ours, seeds = (reading.ours, reading.seeds) if reading else (None, e.seeds)
+        return ClaimResult(ours=ours, verdict=NOT_RUN, detail=str(e), seeds=seeds, **base)
     except InvalidInput as e:
+        ours, seeds = (reading.ours, reading.seeds) if reading else (None, NO_SEEDS)
         return ClaimResult(ours=ours, verdict=INVALID, detail=str(e), seeds=seeds, **base)
     if scale not in claim["expected_at"]:
-        verdict = NOT_EXPECTED
-        detail = f"{detail} (would {'hold' if ok else 'differ'})"
-    else:
-        verdict = HOLDS if ok else DIFFERS
-    return ClaimResult(ours=ours, verdict=verdict, detail=detail, seeds=seeds, **base)
+        verdict, detail = NOT_EXPECTED, f"{detail} (would {WOULD[verdict]})"
+    return ClaimResult(
+        ours=reading.ours,
+        verdict=verdict,
+        detail=detail,
+        seeds=reading.seeds,
+        noise=reading.noise.label(),
+        interval=_interval_text(reading.estimate),
+        seeds_used=reading.seeds_used,
+        estimate=reading.estimate,
+        **base,
+    )
 
 
 def evaluate_claims(claims: list[dict], results_dir: Path, scale: str) -> list[ClaimResult]:
