@@ -267,3 +267,77 @@ def test_truncated_summary_with_a_checksum_stops_the_claims_step(tmp_path):
     path.write_text(path.read_text()[:-9])
     with pytest.raises(CorruptResult, match="summary.csv"):
         verdict(tmp_path, claim({"where": {"variant": "a"}}, {"kind": "threshold", "op": ">", "value": 0}))
+
+
+# ----------------------------------------------------------------------------- issue 25: engine holes
+
+
+def test_a_text_cell_is_invalid_not_a_crash(tmp_path):
+    """Guards: a text cell in the metric raised ValueError and stopped the whole claims step."""
+    write_table(tmp_path, rows("a", 1, [1.0, 2.0]) + [dict(variant="a", T=1, seed=2, m="oops")])
+    res = verdict(tmp_path, claim({"where": {"variant": "a"}}, {"kind": "within", "lo": 0}))
+    assert res.verdict == C.INVALID and "non-numeric m at" in res.detail and "'oops'" in res.detail, res
+
+
+def test_an_empty_summary_is_invalid_not_a_crash(tmp_path):
+    """Guards: a 0-byte summary.csv raised pandas' EmptyDataError and stopped the claims step."""
+    path = tmp_path / "exp1" / "summary.csv"
+    path.parent.mkdir()
+    path.write_text("")
+    res = verdict(tmp_path, claim({"where": {"variant": "a"}}, {"kind": "within", "lo": 0}))
+    assert res.verdict == C.INVALID and "is empty (0 bytes)" in res.detail, res
+
+
+def test_duplicate_rows_for_one_member_and_seed_are_invalid(tmp_path):
+    """Guards: two rows for (variant a, seed 0) were pooled: the same table held with the mean, differed with
+    the median."""
+    write_table(tmp_path, rows("a", 1, [1.0, 1.0, 1.0]) + rows("a", 1, [10.0], seeds=[0]))
+    for how in ("mean", "median"):
+        res = verdict(tmp_path, claim({"where": {"variant": "a"}, "aggregate": how}, {"kind": "within", "hi": 2}))
+        assert res.verdict == C.INVALID and "variant=a, T=1, seed=0" in res.detail, (how, res)
+
+
+def test_rows_told_apart_by_another_key_are_pooled_not_duplicates(tmp_path):
+    """A layer (or a draw, a length) column names what the claim pools: not a duplicate."""
+    write_table(tmp_path, [dict(variant="a", seed=s, layer=l, m=1.0) for s in (0, 1) for l in (0, 1)])
+    res = verdict(tmp_path, claim({"where": {"variant": "a"}}, {"kind": "within", "lo": 0}))
+    assert res.verdict == C.HOLDS, res
+
+
+def test_a_blank_seed_counts_as_missing(tmp_path):
+    """Guards: a member whose rows had no seed bypassed the seed count (it needed none)."""
+    write_table(tmp_path, rows("a", 1, [1.0, 1.0]) + [dict(variant="b", T=1, seed=None, m=1.0)])
+    res = verdict(tmp_path, claim({"where": {"variant": "b"}}, {"kind": "within", "lo": 0}))
+    assert res.verdict == C.NOT_RUN and res.detail.startswith("rows without a seed at variant=b"), res
+    # a deterministic member (a teacher) is read by naming its seedless rows: seed: null
+    res = verdict(tmp_path, claim({"where": {"variant": "b", "seed": None}}, {"kind": "within", "lo": 0}))
+    assert res.verdict == C.HOLDS and res.seeds == "—", res
+
+
+def test_every_member_of_a_scalar_aggregate_needs_its_seeds(tmp_path):
+    """Guards: a max over variants [a, b] counted the seeds of the union, so b with 1 of 3 seeds passed."""
+    write_table(tmp_path, rows("a", 1, [1.0, 1.0, 1.0]) + rows("b", 1, [2.0]))
+    sel = {"where": {"variant": ["a", "b"]}, "aggregate": "max"}
+    res = verdict(tmp_path, claim(sel, {"kind": "threshold", "op": "<", "value": 10}))
+    assert res.verdict == C.NOT_RUN and res.detail == "1 of 3 seeds at variant=b (missing seed 1, 2)", res
+    assert res.seeds == "1/3"
+
+
+def test_a_where_value_is_typed_against_its_column(tmp_path):
+    """Guards: where T: "1" (a string, e.g. from a family placeholder inside text) against an int column read
+    'not run: no rows'."""
+    write_table(tmp_path, rows("a", 1, [1.0, 1.0]) + rows("a", 2, [5.0, 5.0]))
+    res = verdict(tmp_path, claim({"where": {"variant": "a", "T": "1"}}, {"kind": "within", "hi": 2}))
+    assert res.verdict == C.HOLDS and res.ours == 1.0, res
+    res = verdict(tmp_path, claim({"where": {"variant": "a", "T": "one"}}, {"kind": "within", "hi": 2}))
+    assert res.verdict == C.INVALID and "column 'T' holds numbers" in res.detail, res
+
+
+def test_a_series_without_its_points_in_where_is_not_run(tmp_path):
+    """Guards: a series over T with no list of points fitted whatever points existed (a missing T, or an extra
+    one, passed unseen); the points found are named."""
+    write_table(tmp_path, rows("a", 1, [1.0]) + rows("a", 2, [2.0]) + rows("a", 4, [4.0]))
+    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a"}}, {"kind": "slope", "lo": 0.9, "hi": 1.1}))
+    assert res.verdict == C.NOT_RUN and res.detail.endswith("no list of its points in where (found T = 1, 2, 4)")
+    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a", "T": [1, 2]}}, {"kind": "slope", "lo": 0.9}))
+    assert res.verdict == C.HOLDS, res  # the listed points only: T = 4 is not read

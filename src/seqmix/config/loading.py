@@ -79,9 +79,9 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
     for claim, (where, params) in zip(cfg.get("claims", []), origins):
         try:
             validate_claim(path, where, claim)
+            check_claim_columns(path, where, claim, cfg)
             validate_series(path, where, claim)
             validate_noise(path, where, claim, scale)
-            check_claim_columns(path, where, claim, cfg)
         except ConfigError as e:
             raise in_member(e, params) from None
     check_readings(path, cfg.get("claims", []), origins)
