@@ -30,8 +30,9 @@ def write_table(results: Path, table: str, rows: list[dict]) -> Path:
     return path
 
 
-def make_claim(ours: dict, check: dict, reported=None, expected_at=("cpu", "paper"), cid="c1") -> dict:
+def make_claim(ours: dict, check: dict, reported=None, expected_at=("cpu", "paper"), cid="c1", **extra) -> dict:
     return {
+        **extra,
         "id": cid,
         "source": "paper",
         "artefact": "Figure 3 left",
@@ -107,7 +108,12 @@ CASES = {
         bad_detail="|2.25 - 2| <= 0.2",
     ),
     "ordering_increasing": dict(
-        ours={"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k8"}},
+        ours={
+            "table": "exp1",
+            "metric": "m",
+            "over": "sweep_value",
+            "where": {"variant": "k8", "sweep_value": [1, 2, 3]},
+        },
         check={"kind": "ordering", "order": [1, 2, 3], "direction": "increasing", "rtol": 0.05},
         # a 3% dip (median 0.97 after 1.0) is within the 5% slack; a 6% dip is not
         good=series("k8", {1: [1.0, 1.0, 5.0], 2: [0.97, 0.5, 0.99], 3: [2.0, 1.0, 3.0]}) + seeds("k4", 2, [0.0]),
@@ -115,13 +121,18 @@ CASES = {
         good_value=[(1, 1.0), (2, 0.97), (3, 2.0)],
         bad_value=[(1, 1.0), (2, 0.94), (3, 2.0)],
         missing=series("k8", {1: [1.0], 2: [1.5]}),
-        missing_value=[(1, 1.0), (2, 1.5)],
-        missing_detail="ordering: no results for [3]",
+        missing_value=None,
+        missing_detail="missing sweep_value=3",
         good_detail="monotone over [1.0, 0.97, 2.0]",
         bad_detail="breaks at [(1, 2)] over [1.0, 0.94, 2.0]",
     ),
     "ordering_decreasing": dict(
-        ours={"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k8"}},
+        ours={
+            "table": "exp1",
+            "metric": "m",
+            "over": "sweep_value",
+            "where": {"variant": "k8", "sweep_value": [1, 2, 3]},
+        },
         check={"kind": "ordering", "order": [3, 2, 1], "direction": "decreasing", "rtol": 0.02},
         # the order is given explicitly (3, 2, 1), not the sorted x: values must fall along it
         good=series("k8", {3: [1.0], 2: [1.01], 1: [0.5]}),  # a 1% rise is within the 2% slack
@@ -135,20 +146,30 @@ CASES = {
         bad_detail="breaks at [(3, 2)] over [1.0, 1.03, 0.5]",
     ),
     "slope": dict(
-        ours={"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k8"}},
+        ours={
+            "table": "exp1",
+            "metric": "m",
+            "over": "sweep_value",
+            "where": {"variant": "k8", "sweep_value": [1, 2, 3, 4]},
+        },
         check={"kind": "slope", "lo": 1.5, "hi": 2.5},
         good=series("k8", {x: [2.0 * x + 1.0] for x in (1, 2, 3, 4)}),  # slope 2
         bad=series("k8", {x: [3.0 * x] for x in (1, 2, 3, 4)}),  # slope 3
         good_value=[(x, 2.0 * x + 1.0) for x in (1, 2, 3, 4)],
         bad_value=[(x, 3.0 * x) for x in (1, 2, 3, 4)],
         missing=series("k8", {1: [1.0, 2.0]}),
-        missing_value=[(1, 1.5)],
-        missing_detail="slope needs at least two points",
+        missing_value=None,
+        missing_detail="missing sweep_value=2, sweep_value=3, sweep_value=4",
         good_detail="slope 2 in [1.5, 2.5]",
         bad_detail="slope 3 in [1.5, 2.5]",
     ),
     "slope_logy": dict(
-        ours={"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k8"}},
+        ours={
+            "table": "exp1",
+            "metric": "m",
+            "over": "sweep_value",
+            "where": {"variant": "k8", "sweep_value": [1, 2, 3, 4]},
+        },
         check={"kind": "slope", "logy": True, "lo": -1.1, "hi": -0.9},
         # log10 slope -1 (the linear slope of these values is about -0.03: it would differ without logy)
         good=series("k8", {x: [10.0**-x] for x in (1, 2, 3, 4)}),
@@ -244,7 +265,12 @@ def decay(variant, xs=(1, 2, 3, 4), scale=1.0, **extra):
 CASES.update(
     {
         "slope_loglog": dict(
-            ours={"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k8"}},
+            ours={
+                "table": "exp1",
+                "metric": "m",
+                "over": "sweep_value",
+                "where": {"variant": "k8", "sweep_value": [1, 10, 100, 1000]},
+            },
             check={"kind": "slope", "logy": True, "logx": True, "lo": -1.1, "hi": -0.9},
             # a power law 3 / x: log-log slope -1 (its semi-log slope would be far from it)
             good=series("k8", {x: [3.0 / x] for x in (1, 10, 100, 1000)}),
@@ -252,13 +278,18 @@ CASES.update(
             good_value=[(x, 3.0 / x) for x in (1, 10, 100, 1000)],
             bad_value=[(x, 3.0 / x**2) for x in (1, 10, 100, 1000)],
             missing=series("k8", {10: [0.3]}),
-            missing_value=[(10, 0.3)],
-            missing_detail="slope needs at least two points",
+            missing_value=None,
+            missing_detail="missing sweep_value=1, sweep_value=100, sweep_value=1000",
             good_detail="slope -1 in [-1.1, -0.9]",
             bad_detail="slope -2 in [-1.1, -0.9]",
         ),
         "slope_min_r2": dict(
-            ours={"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k8"}},
+            ours={
+                "table": "exp1",
+                "metric": "m",
+                "over": "sweep_value",
+                "where": {"variant": "k8", "sweep_value": [1, 2, 3, 4]},
+            },
             check={"kind": "slope", "logy": True, "log_base": "e", "hi": 0, "min_r2": 0.99},
             # an exact exponential e^(-x/2) (R^2 = 1) against a zig-zag whose slope is negative too but whose
             # log-linear fit is poor: only R^2 tells them apart
@@ -274,7 +305,12 @@ CASES.update(
         ),
         "slope_relative_to": dict(
             # the fitted rate per step over the mean of a reference column of the same rows (ln rho(A))
-            ours={"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k8"}},
+            ours={
+                "table": "exp1",
+                "metric": "m",
+                "over": "sweep_value",
+                "where": {"variant": "k8", "sweep_value": [1, 2, 3, 4]},
+            },
             check={
                 "kind": "slope",
                 "logy": True,
@@ -299,7 +335,7 @@ CASES.update(
                 "table": "exp1",
                 "metric": "m",
                 "over": "sweep_value",
-                "where": {"variant": "k4"},
+                "where": {"variant": "k4", "sweep_value": [1, 2]},
                 "ratio_to": {"variant": "k2"},
                 "reduce": "min",
             },
@@ -483,11 +519,14 @@ def test_aggregates(tmp_path, how):
     write_table(tmp_path, "exp1", seeds("k4", 1, AGG_VALUES) + seeds("k8", 1, [1e6, -1e6]))
     sel = {"table": "exp1", "metric": "m", "where": {"variant": "k4"}, "aggregate": how}
     assert C.read_ours(sel, tmp_path) == pytest.approx(AGG_EXPECTED[how], rel=1e-12)
-    # and through a claim: exactly the aggregate, as a within check with a zero-width band around it
+    # and through a claim: exactly the aggregate, as a within check with a zero-width band around it (noise
+    # none: the aggregate itself is under test here; a mean's default noise model is tested in test_noise.py)
     want = AGG_EXPECTED[how]
-    res = C.evaluate_claim(make_claim(sel, {"kind": "within", "target": want, "rtol": 1e-12}), tmp_path, SCALE)
+    exact = dict(noise="none")
+    res = C.evaluate_claim(make_claim(sel, {"kind": "within", "target": want, "rtol": 1e-12}, **exact), tmp_path, SCALE)
     assert res.verdict == C.HOLDS
-    res = C.evaluate_claim(make_claim(sel, {"kind": "within", "target": want * 1.01, "rtol": 1e-3}), tmp_path, SCALE)
+    check = {"kind": "within", "target": want * 1.01, "rtol": 1e-3}
+    res = C.evaluate_claim(make_claim(sel, check, **exact), tmp_path, SCALE)
     assert res.verdict == C.DIFFERS
 
 
@@ -498,7 +537,7 @@ def test_default_aggregate_is_median_even_count(tmp_path):
 
 def test_aggregate_per_point_of_a_series(tmp_path):
     write_table(tmp_path, "exp1", series("k4", {2: [1.0, 9.0, 5.0], 1: [4.0, 2.0, 3.0]}))
-    sel = {"table": "exp1", "metric": "m", "over": "sweep_value", "aggregate": "max"}
+    sel = {"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"sweep_value": [1, 2]}, "aggregate": "max"}
     assert C.read_ours(sel, tmp_path) == [(1, 4.0), (2, 9.0)]
     sel["aggregate"] = "min"
     assert C.read_ours(sel, tmp_path) == [(1, 2.0), (2, 1.0)]
@@ -709,7 +748,12 @@ def _four_results(tmp_path) -> list[C.ClaimResult]:
         ),
         dict(
             make_claim(
-                {"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"variant": "k8"}},
+                {
+                    "table": "exp1",
+                    "metric": "m",
+                    "over": "sweep_value",
+                    "where": {"variant": "k8", "sweep_value": [1, 2]},
+                },
                 {"kind": "ordering", "order": [1, 2]},
                 reported="qualitative",
                 expected_at=["paper"],
@@ -733,8 +777,8 @@ def test_write_claims_csv(tmp_path):
     C.write_claims(results, md, csv_path, "heads", SCALE, commit="abc123")
     df = pd.read_csv(csv_path, keep_default_na=False)
     assert list(df.columns) == [
-        "id", "kind", "source", "by_construction", "artefact", "statement", "paper_value", "our_value", "check",
-        "scale", "seeds", "verdict", "detail", "commit",
+        "id", "kind", "source", "by_construction", "secondary", "artefact", "statement", "paper_value", "our_value",
+        "interval", "noise", "check", "scale", "seeds", "seeds_used", "verdict", "detail", "commit",
     ]  # fmt: skip
     assert df["id"].tolist() == ["a-holds", "b-differs", "c-not-expected", "d-not-run"]
     assert df["verdict"].tolist() == [C.HOLDS, C.DIFFERS, C.NOT_EXPECTED, C.NOT_RUN]
@@ -743,6 +787,9 @@ def test_write_claims_csv(tmp_path):
     assert df["kind"].tolist() == ["reproduction", "derived", "consistency", "consistency"]
     assert df["by_construction"].tolist() == ["", "", "zero row sums", ""]
     assert df["seeds"].tolist() == ["3/3", "3/3", "3/3", "—"]
+    assert df["seeds_used"].tolist() == ["0, 1, 2", "0, 1, 2", "0, 1, 2", "—"]
+    assert df["noise"].tolist() == ["none"] * 4 and df["interval"].tolist() == [""] * 4
+    assert df["secondary"].tolist() == [""] * 4
     assert (df["scale"] == SCALE).all() and (df["commit"] == "abc123").all()
     assert df["our_value"].tolist() == ["1.02", "1.02", "1: 3, 2: 2", "—"]
     assert df["paper_value"].tolist() == ["MSE/MSE* in [0.95, 1.10]", "2.0 ± 0.3", "qualitative", "—"]
@@ -769,32 +816,35 @@ def test_write_claims_markdown(tmp_path):
     text = md.read_text()
     lines = text.splitlines()
     assert lines[0] == "# Claims of `heads` at scale `cpu`"
-    assert "Verdicts: holds: 1, differs: 1, invalid: 0, not run: 1, not expected at this scale: 1" in lines
+    assert (
+        "Verdicts: holds: 1, differs: 1, within noise: 0, invalid: 0, not run: 1, not expected at this scale: 1"
+        in lines
+    )
     counts_header = (
-        "| kind | source | holds | holds by construction | differs | invalid | not run | not expected at this scale "
-        "| total |"
+        "| kind | source | holds | holds by construction | differs | within noise | invalid | not run "
+        "| not expected at this scale | total |"
     )
     i = lines.index(counts_header)
     assert lines[i + 2 : i + 6] == [
-        "| reproduction | paper | 1 | 0 | 0 | 0 | 0 | 0 | 1 |",
-        "| derived | spec-derived | 0 | 0 | 1 | 0 | 0 | 0 | 1 |",
-        "| consistency | paper | 0 | 0 | 0 | 0 | 0 | 1 | 1 |",
-        "| consistency | closed-form | 0 | 0 | 0 | 0 | 1 | 0 | 1 |",
+        "| reproduction | paper | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 1 |",
+        "| derived | spec-derived | 0 | 0 | 1 | 0 | 0 | 0 | 0 | 1 |",
+        "| consistency | paper | 0 | 0 | 0 | 0 | 0 | 0 | 1 | 1 |",
+        "| consistency | closed-form | 0 | 0 | 0 | 0 | 0 | 1 | 0 | 1 |",
     ]
     sections = [ln for ln in lines if ln.startswith("## ")]
     assert [s.split(":")[0] for s in sections] == ["## Reproduction", "## Derived", "## Consistency"]
-    header = "| claim | source | artefact | statement | paper value | our value | seeds | check | verdict |"
+    header = "| claim | source | artefact | statement | paper value | our value | noise | seeds | check | verdict |"
     assert lines.count(header) == 3
     rows = [ln for ln in lines[i + 6 :] if ln.startswith("| ") and ln != header]
     assert len(rows) == 4
     assert rows[0] == (
-        "| a-holds | paper | Figure 3 left | a statement | MSE/MSE* in [0.95, 1.10] | 1.02 | 3/3 | "
+        "| a-holds | paper | Figure 3 left | a statement | MSE/MSE* in [0.95, 1.10] | 1.02 | none | 3/3 (0, 1, 2) | "
         "within(lo=0.95 hi=1.1): 1.02 in [0.95, 1.1] | **holds** |"
     )
     assert "error \\| pipes are escaped" in rows[1] and rows[1].endswith("| **differs** |")
     assert rows[2].endswith("| **not expected at this scale** (by construction: zero row sums) |")
     assert "| **not run**: " in rows[3] and "does not exist" in rows[3]
-    # every row has the 9 cells of the header (escaped pipes do not split cells)
+    # every row has the 10 cells of the header (escaped pipes do not split cells)
     for r in rows:
         assert len(r.replace("\\|", "").split("|")) == len(header.split("|"))
 
@@ -805,4 +855,5 @@ def test_write_claims_without_claims_still_has_a_header(tmp_path):
     C.write_claims([], md, csv_path, "heads", "tiny")
     df = pd.read_csv(csv_path)
     assert list(df.columns) == COLUMNS and len(df) == 0
-    assert "Verdicts: holds: 0, differs: 0, invalid: 0, not run: 0, not expected at this scale: 0" in md.read_text()
+    want = "Verdicts: holds: 0, differs: 0, within noise: 0, invalid: 0, not run: 0, not expected at this scale: 0"
+    assert want in md.read_text()

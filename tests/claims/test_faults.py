@@ -57,7 +57,9 @@ ORDERING = {"kind": "ordering", "order": [1, 2, 3], "direction": "decreasing"}
 def test_ordering_with_a_non_finite_point_is_invalid(tmp_path, bad):
     """Guards: NaN comparisons are False, so an ordering with NaN 'held' (breaks were never found)."""
     write_table(tmp_path, rows("a", 1, [3.0, 3.0]) + rows("a", 2, [bad, 2.0]) + rows("a", 3, [1.0, 1.0]))
-    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a"}, "aggregate": "mean"}, ORDERING))
+    res = verdict(
+        tmp_path, claim({"over": "T", "where": {"variant": "a", "T": [1, 2, 3]}, "aggregate": "mean"}, ORDERING)
+    )
     assert res.verdict == C.INVALID, res
     assert "T=2" in res.detail and "seed=0" in res.detail  # the offending row, named
     assert "non-finite" in res.detail
@@ -66,7 +68,7 @@ def test_ordering_with_a_non_finite_point_is_invalid(tmp_path, bad):
 def test_all_nan_ordering_is_invalid(tmp_path):
     """Guards: an all-NaN series 'held' as monotone."""
     write_table(tmp_path, [dict(variant="a", T=x, seed=0, m=math.nan) for x in (1, 2, 3)])
-    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a"}}, ORDERING))
+    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a", "T": [1, 2, 3]}}, ORDERING))
     assert res.verdict == C.INVALID and all(f"T={x}" in res.detail for x in (1, 2, 3)), res.detail
 
 
@@ -87,7 +89,7 @@ def test_scalar_with_a_nan_row_is_invalid_even_when_the_median_is_finite(tmp_pat
 
 def test_slope_with_an_inf_point_is_invalid(tmp_path):
     write_table(tmp_path, rows("a", 1, [1.0]) + rows("a", 2, [math.inf]) + rows("a", 3, [3.0]))
-    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a"}}, {"kind": "slope", "lo": 0}))
+    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a", "T": [1, 2, 3]}}, {"kind": "slope", "lo": 0}))
     assert res.verdict == C.INVALID and "T=2" in res.detail, res
 
 
@@ -101,7 +103,7 @@ def test_ratio_denominator_with_nan_is_invalid(tmp_path):
 def test_slope_relative_to_a_nan_reference_is_invalid(tmp_path):
     write_table(tmp_path, [dict(variant="a", T=x, seed=0, m=float(x), rate=math.nan) for x in (1, 2, 3)])
     check = {"kind": "slope", "relative_to": {"metric": "rate"}, "lo": 0}
-    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a"}}, check))
+    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a", "T": [1, 2, 3]}}, check))
     assert res.verdict == C.INVALID and "rate" in res.detail, res
 
 
@@ -127,7 +129,7 @@ def test_aggregate_over_listed_variants_with_one_missing_is_not_run(tmp_path):
 def test_listed_member_missing_at_one_point_of_a_series_is_not_run(tmp_path):
     """A max over variants [a, b] at every T: b lacking at T = 2 is missing there, not a max over a alone."""
     write_table(tmp_path, rows("a", 1, [1.0]) + rows("b", 1, [2.0]) + rows("a", 2, [1.0]))
-    sel = {"over": "T", "where": {"variant": ["a", "b"]}, "aggregate": "max"}
+    sel = {"over": "T", "where": {"variant": ["a", "b"], "T": [1, 2]}, "aggregate": "max"}
     res = verdict(tmp_path, claim(sel, {"kind": "slope"}))
     assert res.verdict == C.NOT_RUN and res.detail == "missing variant=b at T=2", res
 
@@ -172,7 +174,7 @@ def test_declared_seed_list_restricts_and_requires(tmp_path):
 
 def test_seed_count_per_point_of_a_series_shows_the_worst_point(tmp_path):
     write_table(tmp_path, rows("a", 1, [1.0, 1.0, 1.0]) + rows("a", 2, [2.0, 2.0]) + rows("a", 3, [3.0, 3.0, 3.0]))
-    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a"}}, {"kind": "slope"}))
+    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a", "T": [1, 2, 3]}}, {"kind": "slope"}))
     assert res.verdict == C.NOT_RUN and res.detail == "2 of 3 seeds at T=2 (missing seed 2)" and res.seeds == "2/3"
 
 
@@ -215,7 +217,9 @@ def test_geomean_of_non_positive_values_is_invalid(tmp_path):
 def test_log_of_non_positive_values_in_a_slope_is_invalid(tmp_path):
     """Guards: logy clipped a zero to 1e-300 (log10 = -300), giving a slope of -300 that could hold."""
     write_table(tmp_path, rows("a", 1, [1.0]) + rows("a", 2, [0.0]))
-    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a"}}, {"kind": "slope", "logy": True}))
+    res = verdict(
+        tmp_path, claim({"over": "T", "where": {"variant": "a", "T": [1, 2]}}, {"kind": "slope", "logy": True})
+    )
     assert res.verdict == C.INVALID and "log of non-positive" in res.detail and "T=2" in res.detail, res
 
 
@@ -229,7 +233,7 @@ def test_ratio_to_zero_denominator_is_invalid(tmp_path):
 
 def test_ratio_to_zero_denominator_in_a_series_names_the_point(tmp_path):
     write_table(tmp_path, rows("a", 1, [1.0]) + rows("a", 2, [1.0]) + rows("b", 1, [2.0]) + rows("b", 2, [0.0]))
-    sel = {"over": "T", "where": {"variant": "a"}, "ratio_to": {"variant": "b"}, "reduce": "max"}
+    sel = {"over": "T", "where": {"variant": "a", "T": [1, 2]}, "ratio_to": {"variant": "b"}, "reduce": "max"}
     res = verdict(tmp_path, claim(sel, {"kind": "threshold", "op": ">", "value": 1}))
     assert res.verdict == C.INVALID and res.detail == "division by zero at T=2", res
 
@@ -237,7 +241,7 @@ def test_ratio_to_zero_denominator_in_a_series_names_the_point(tmp_path):
 def test_slope_relative_to_zero_is_invalid(tmp_path):
     write_table(tmp_path, [dict(variant="a", T=x, seed=0, m=float(x), rate=0.0) for x in (1, 2, 3)])
     check = {"kind": "slope", "relative_to": {"metric": "rate"}, "lo": 0}
-    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a"}}, check))
+    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a", "T": [1, 2, 3]}}, check))
     assert res.verdict == C.INVALID and "division by zero" in res.detail, res
 
 
@@ -263,3 +267,77 @@ def test_truncated_summary_with_a_checksum_stops_the_claims_step(tmp_path):
     path.write_text(path.read_text()[:-9])
     with pytest.raises(CorruptResult, match="summary.csv"):
         verdict(tmp_path, claim({"where": {"variant": "a"}}, {"kind": "threshold", "op": ">", "value": 0}))
+
+
+# ----------------------------------------------------------------------------- issue 25: engine holes
+
+
+def test_a_text_cell_is_invalid_not_a_crash(tmp_path):
+    """Guards: a text cell in the metric raised ValueError and stopped the whole claims step."""
+    write_table(tmp_path, rows("a", 1, [1.0, 2.0]) + [dict(variant="a", T=1, seed=2, m="oops")])
+    res = verdict(tmp_path, claim({"where": {"variant": "a"}}, {"kind": "within", "lo": 0}))
+    assert res.verdict == C.INVALID and "non-numeric m at" in res.detail and "'oops'" in res.detail, res
+
+
+def test_an_empty_summary_is_invalid_not_a_crash(tmp_path):
+    """Guards: a 0-byte summary.csv raised pandas' EmptyDataError and stopped the claims step."""
+    path = tmp_path / "exp1" / "summary.csv"
+    path.parent.mkdir()
+    path.write_text("")
+    res = verdict(tmp_path, claim({"where": {"variant": "a"}}, {"kind": "within", "lo": 0}))
+    assert res.verdict == C.INVALID and "is empty (0 bytes)" in res.detail, res
+
+
+def test_duplicate_rows_for_one_member_and_seed_are_invalid(tmp_path):
+    """Guards: two rows for (variant a, seed 0) were pooled: the same table held with the mean, differed with
+    the median."""
+    write_table(tmp_path, rows("a", 1, [1.0, 1.0, 1.0]) + rows("a", 1, [10.0], seeds=[0]))
+    for how in ("mean", "median"):
+        res = verdict(tmp_path, claim({"where": {"variant": "a"}, "aggregate": how}, {"kind": "within", "hi": 2}))
+        assert res.verdict == C.INVALID and "variant=a, T=1, seed=0" in res.detail, (how, res)
+
+
+def test_rows_told_apart_by_another_key_are_pooled_not_duplicates(tmp_path):
+    """A layer (or a draw, a length) column names what the claim pools: not a duplicate."""
+    write_table(tmp_path, [dict(variant="a", seed=s, layer=l, m=1.0) for s in (0, 1) for l in (0, 1)])
+    res = verdict(tmp_path, claim({"where": {"variant": "a"}}, {"kind": "within", "lo": 0}))
+    assert res.verdict == C.HOLDS, res
+
+
+def test_a_blank_seed_counts_as_missing(tmp_path):
+    """Guards: a member whose rows had no seed bypassed the seed count (it needed none)."""
+    write_table(tmp_path, rows("a", 1, [1.0, 1.0]) + [dict(variant="b", T=1, seed=None, m=1.0)])
+    res = verdict(tmp_path, claim({"where": {"variant": "b"}}, {"kind": "within", "lo": 0}))
+    assert res.verdict == C.NOT_RUN and res.detail.startswith("rows without a seed at variant=b"), res
+    # a deterministic member (a teacher) is read by naming its seedless rows: seed: null
+    res = verdict(tmp_path, claim({"where": {"variant": "b", "seed": None}}, {"kind": "within", "lo": 0}))
+    assert res.verdict == C.HOLDS and res.seeds == "—", res
+
+
+def test_every_member_of_a_scalar_aggregate_needs_its_seeds(tmp_path):
+    """Guards: a max over variants [a, b] counted the seeds of the union, so b with 1 of 3 seeds passed."""
+    write_table(tmp_path, rows("a", 1, [1.0, 1.0, 1.0]) + rows("b", 1, [2.0]))
+    sel = {"where": {"variant": ["a", "b"]}, "aggregate": "max"}
+    res = verdict(tmp_path, claim(sel, {"kind": "threshold", "op": "<", "value": 10}))
+    assert res.verdict == C.NOT_RUN and res.detail == "1 of 3 seeds at variant=b (missing seed 1, 2)", res
+    assert res.seeds == "1/3"
+
+
+def test_a_where_value_is_typed_against_its_column(tmp_path):
+    """Guards: where T: "1" (a string, e.g. from a family placeholder inside text) against an int column read
+    'not run: no rows'."""
+    write_table(tmp_path, rows("a", 1, [1.0, 1.0]) + rows("a", 2, [5.0, 5.0]))
+    res = verdict(tmp_path, claim({"where": {"variant": "a", "T": "1"}}, {"kind": "within", "hi": 2}))
+    assert res.verdict == C.HOLDS and res.ours == 1.0, res
+    res = verdict(tmp_path, claim({"where": {"variant": "a", "T": "one"}}, {"kind": "within", "hi": 2}))
+    assert res.verdict == C.INVALID and "column 'T' holds numbers" in res.detail, res
+
+
+def test_a_series_without_its_points_in_where_is_not_run(tmp_path):
+    """Guards: a series over T with no list of points fitted whatever points existed (a missing T, or an extra
+    one, passed unseen); the points found are named."""
+    write_table(tmp_path, rows("a", 1, [1.0]) + rows("a", 2, [2.0]) + rows("a", 4, [4.0]))
+    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a"}}, {"kind": "slope", "lo": 0.9, "hi": 1.1}))
+    assert res.verdict == C.NOT_RUN and res.detail.endswith("no list of its points in where (found T = 1, 2, 4)")
+    res = verdict(tmp_path, claim({"over": "T", "where": {"variant": "a", "T": [1, 2]}}, {"kind": "slope", "lo": 0.9}))
+    assert res.verdict == C.HOLDS, res  # the listed points only: T = 4 is not read

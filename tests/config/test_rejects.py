@@ -289,6 +289,56 @@ CASES = [
         f"claims[{RATE}].check.relative_to.metric",
         ["'ln_rh'"],
     ),
+    # ---- issue 25: one primary claim per quantity, series name their points, noise models
+    (
+        "claim-two-primary-readings",
+        paper(add_claim()),
+        P,
+        "claims[{last}].ours",
+        ["exp1-k8-monotone", "extra-claim", "same selection", "secondary"],
+    ),
+    (
+        "claim-secondary-of-no-claim",
+        paper(add_claim(secondary={"of": "nope", "why": "a second reading"})),
+        P,
+        "claims[{last}].secondary.of",
+        ["'nope' is no primary claim"],
+    ),
+    (
+        "claim-series-without-its-points",
+        paper(add_claim(ours__over="seed", check__order=[0, 1])),
+        P,
+        "claims[{last}].ours.where",
+        ["series over 'seed' needs the list of its points"],
+    ),
+    (
+        "claim-ordering-of-other-points",
+        paper(add_claim(check__order=[1, 2, 3])),
+        P,
+        "claims[{last}].check.order",
+        ["order [1, 2, 3] is not ours.where.sweep_value"],
+    ),
+    (
+        "claim-noise-of-a-median",
+        paper(add_claim(noise="seeds")),
+        P,
+        "claims[{last}].noise",
+        ["set ours.aggregate: mean", "'median'"],
+    ),
+    (
+        "claim-rtol-with-a-noise-model",
+        paper(add_claim(ours__aggregate="mean")),
+        P,
+        "claims[{last}].check.rtol",
+        ["each step must clear its interval"],
+    ),
+    (
+        "claim-binomial-without-this-scale",
+        paper(add_claim(ours__aggregate="mean", noise={"binomial": {"n": {"paper": 1000}}})),
+        P,
+        "claims[{last}].noise.binomial.n",
+        ["no test-set size for scale"],
+    ),
 ]
 
 

@@ -135,8 +135,9 @@ def get_claims_caption(wildcards):
     return (
         f"Claims of {wildcards.paper}: the paper's numbers and statements beside ours, led by the verdict "
         "counts per kind (reproduction / derived / consistency, the last not evidence) and source "
-        "(paper / spec-derived / closed-form); each with its seeds and a verdict (holds / differs / "
-        "invalid / not run / not expected at this scale)."
+        "(paper / spec-derived / closed-form); each with our value ± its 95% interval, the seeds used and a "
+        "verdict (holds / differs / within noise / invalid / not run / not expected at this scale); secondary "
+        "readings shown, not counted."
     )
 
 

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 HOLDS, DIFFERS, NOT_EXPECTED, NOT_RUN, INVALID = "holds", "differs", "not expected at this scale", "not run", "invalid"
-VERDICTS = (HOLDS, DIFFERS, INVALID, NOT_RUN, NOT_EXPECTED)
+WITHIN_NOISE = "within noise"  # neither the relation nor its opposite clears our interval (seqmix.claims.noise)
+VERDICTS = (HOLDS, DIFFERS, WITHIN_NOISE, INVALID, NOT_RUN, NOT_EXPECTED)
 
 # the kinds of check, in the order they are reported: only reproduction is evidence that the paper reproduces
 REPRODUCTION, DERIVED, CONSISTENCY = "reproduction", "derived", "consistency"
@@ -47,6 +48,11 @@ class ClaimResult:
     kind: str = ""
     by_construction: str = ""
     seeds: str = NO_SEEDS  # 'had/needed' seeds of the worst point, e.g. '2/3'
+    noise: str = "none"  # the noise model (seqmix.claims.noise)
+    interval: str = ""  # our 95% interval(s), '[lo, hi]'; '' without noise
+    seeds_used: str = NO_SEEDS  # the seeds read, e.g. '0, 1, 2'
+    secondary: str = ""  # 'of <primary id>: <why>' for an alternative reading (shown, not counted)
+    estimate: Any = None  # our value with its interval (seqmix.claims.noise.Estimate, or a series of them)
 
 
 def claim_kind(claim: dict) -> str:
@@ -80,6 +86,14 @@ def _log(v: np.ndarray, base: Any, what: str, labels: list[str]) -> np.ndarray:
     if bad:
         raise InvalidInput(f"log of non-positive {what} at {', '.join(bad)}")
     return np.log(v) if base == "e" else np.log10(v)
+
+
+def axis_values(ours: list, axis: str) -> np.ndarray:
+    """A series' x values as numbers for a fit: a label there is invalid, never a crash."""
+    try:
+        return np.array([float(x) for x, _ in ours])
+    except (TypeError, ValueError):
+        raise InvalidInput(f"a slope needs numeric {axis} values, got {[x for x, _ in ours]}") from None
 
 
 def run_check(check: dict, ours: Any, reported: Any, ref: float | None = None, axis: str = "x") -> tuple[bool, str]:
@@ -131,7 +145,7 @@ def _ordering(check: dict, ours: list) -> tuple[bool, str]:
 
 def _slope(check: dict, ours: list, ref: float | None, axis: str) -> tuple[bool, str]:
     labels = [f"{axis}={x}" for x, _ in ours]
-    xs = np.array([float(x) for x, _ in ours])
+    xs = axis_values(ours, axis)
     ys = np.array([v for _, v in ours], dtype=float)
     base = check.get("log_base", 10)
     if check.get("logy"):

@@ -12,7 +12,10 @@ check:
   ``min_r2`` the fit must also reach that coefficient of determination;
 - ``threshold``: our value compares to ``value`` by ``op``.
 
-A selection with ``over`` is a series; ``ratio_to`` divides it pointwise by a second selection's series,
+A selection with ``over`` is a series over the points listed in ``where`` (``where: {T: [10, 20, 40]}``; the
+loader fills the list of a series over an experiment's ``sweep_value`` or ``variant`` with the points the
+experiment runs at the scale, and refuses any other series without one); ``ratio_to`` divides it pointwise
+by a second selection's series,
 and ``reduce: min|max`` turns it into one value for ``within``/``threshold`` (e.g. "attention above the
 SSM at every T": the smallest attention/SSM ratio over T exceeds 1).
 
@@ -27,21 +30,43 @@ Keys of a claim besides its selection and check:
 - ``by_construction: "<reason>"``: the claim holds for any data of the right shape (e.g. a ratio fixed by
   zero row sums); it is still checked, but shown as "holds (by construction: <reason>)" and counted apart,
   never as evidence.
+- ``noise``: where the uncertainty of our value comes from (seqmix.claims.noise, whose docstring gives the
+  formulas): ``none`` (deterministic: judged exactly as written), ``seeds`` (95% t-interval of the mean over
+  seeds, k - 1 dof), ``binomial: {n: N}`` (an accuracy over a test set of N examples shared by the seeds; N an
+  int or a {tiny, cpu, paper} map), ``seeds+binomial`` (both in quadrature). Default: ``seeds`` for an
+  ``aggregate: mean`` over a table with a seed column, unless the claim is a consistency claim or ``where``
+  pins one seed; ``none`` otherwise. A noise model needs ``aggregate: mean``; an ordering's ``rtol`` (slack of a
+  deterministic series) does not mix with one. With noise, a check holds only when its whole 95% interval
+  satisfies it, differs only when the whole interval satisfies the opposite, and is "within noise"
+  otherwise; '>', '<' and orderings are strict; with a seed model and one seed the spread is unknown ("1
+  seed: spread unknown": within noise, never holds).
+- ``secondary: {of: <primary id>, why: "<reason>"}``: an alternative reading of a quantity the primary claim
+  reads (e.g. a second table's rounding of the same number, a gap that repeats an ordering's step): shown
+  in claims.md/csv, never counted. The loader rejects two primary claims with one selection (``ours``,
+  ``seeds``, a slope's ``relative_to``) in one paper; ``null`` marks a family member primary.
 - ``seeds``: the seeds our value needs. An int is a minimum count of distinct seeds; a list names the
   seeds (only those rows are read, and every one must be there); by default every seed that the table
   holds (within a ``seed`` that ``where`` pins) is needed, so a mean "over seeds" is never over a subset.
-  Each row shows 'had/needed' for its worst point ("2/3"); '—' for tables without a seed column.
+  Each member (a point of a series, a value of a list in ``where``) needs them; each row shows 'had/needed'
+  for its worst member ("2/3") and the seeds read; '—' for tables without a seed column. A row without a
+  seed in a seeded table is a missing seed, unless ``where`` names the seedless rows (``seed: null``: a
+  deterministic member such as a teacher).
+- ``where`` values are compared as the column's type ("2" matches an int column); a value that can be of no
+  row's type is "invalid", not "no rows".
 
-Verdicts (claims_checks.VERDICTS): holds / differs / invalid / not run / not expected at this scale.
+Verdicts (claims_checks.VERDICTS): holds / differs / within noise / invalid / not run / not expected at this
+scale; "within noise" and secondary readings are counted apart from holds and differs.
 
 - "not run": results are missing: a file or column, a value listed in ``where`` (a list of wanted
   members) with no rows ("missing variant=c", along a series "missing variant=b at T=2"), or fewer seeds
   than needed ("2 of 3 seeds (missing seed 44)").
-- "invalid": results exist but cannot be judged: a NaN/Inf in any row a check reads (the rows named), a
+- "invalid": results exist but cannot be judged: an empty (0-byte) summary, a non-numeric or NaN/Inf cell
+  in any row a check reads (the rows named), two rows for one (member, seed) (rows that agree on every
+  label and integer-valued column but the metric and the run's hash; a stale row beside a fresh one), a
   geomean or log of values <= 0, a zero denominator (``ratio_to``, ``relative_to``). Never turned into a
-  number that a check could pass.
+  number that a check could pass, never a crashed claims step.
 - "not expected at this scale": the scale is not in ``expected_at`` (our value and what it would give are
-  still shown). "not run" and "invalid" win over it.
+  still shown: "(would hold / differ / be within noise)"). "not run" and "invalid" win over it.
 
 Only ``consistency`` claims are required to hold by ``make test`` (they test the code); reproduction and
 derived claims are reported as they come out.
@@ -51,6 +76,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from . import noise as noise_model
 from .checks import (
     CONSISTENCY,
     DERIVED,
@@ -64,14 +90,16 @@ from .checks import (
     NOT_RUN,
     REPRODUCTION,
     VERDICTS,
+    WITHIN_NOISE,
     ClaimResult,
     InvalidInput,
     MissingResults,
+    _require_finite,
     claim_kind,
     run_check,
 )
 from .render import COLUMNS, to_frame, write_claims, write_counts
-from .select import _aggregate, load_table, read_ours, read_reference, read_selection
+from .select import _aggregate, load_table, read_claim, read_ours, read_reference
 
 __all__ = [
     "CONSISTENCY",
@@ -86,6 +114,7 @@ __all__ = [
     "NOT_RUN",
     "REPRODUCTION",
     "VERDICTS",
+    "WITHIN_NOISE",
     "ClaimResult",
     "InvalidInput",
     "MissingResults",
@@ -107,6 +136,37 @@ def _check_text(check: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in check.items() if k != "kind").join((f"{check['kind']}(", ")"))
 
 
+def _interval_text(est) -> str:
+    if est is None:
+        return ""
+    points = est if isinstance(est, list) else [(None, est)]
+    if any(e.unknown for _, e in points):
+        return "unknown"
+    cells = [f"[{e.lo:.4g}, {e.hi:.4g}]" for _, e in points]
+    return cells[0] if not isinstance(est, list) else ", ".join(f"{x}: {c}" for (x, _), c in zip(points, cells))
+
+
+def _judge(claim: dict, reading, ref, axis: str) -> tuple[str, str]:
+    check = claim["check"]
+    if not reading.noise.active:
+        ok, detail = run_check(check, reading.ours, claim.get("reported"), ref, axis=axis)
+        return (HOLDS if ok else DIFFERS), detail
+    if check["kind"] == "ordering" and check.get("rtol"):
+        raise InvalidInput(f"an ordering's rtol is the slack of a deterministic series; noise {reading.noise.kind!r} "
+                           "judges the steps by their intervals: set noise: none or drop rtol")  # fmt: skip
+    _require_finite(reading.ours, axis)
+    outcome, detail = noise_model.judge(check, reading.estimate, claim.get("reported"), ref, axis)
+    return {noise_model.HOLD: HOLDS, noise_model.DIFFER: DIFFERS, noise_model.NOISE: WITHIN_NOISE}[outcome], detail
+
+
+def _secondary_text(claim: dict) -> str:
+    sec = claim.get("secondary")
+    return f"of {sec['of']}: {sec['why']}" if sec else ""
+
+
+WOULD = {HOLDS: "hold", DIFFERS: "differ", WITHIN_NOISE: "be within noise"}
+
+
 def evaluate_claim(claim: dict, results_dir: Path, scale: str) -> ClaimResult:
     base = dict(
         id=claim["id"],
@@ -118,25 +178,35 @@ def evaluate_claim(claim: dict, results_dir: Path, scale: str) -> ClaimResult:
         expected_at=claim["expected_at"],
         kind=claim_kind(claim),
         by_construction=claim.get("by_construction") or "",
+        secondary=_secondary_text(claim),
     )
     sel, declared = claim["ours"], claim.get("seeds")
-    ours, seeds = None, NO_SEEDS
+    reading = None
     try:
-        ours, seeds = read_selection(sel, results_dir, declared)
+        reading = read_claim(sel, results_dir, declared, claim.get("noise"), base["kind"] == CONSISTENCY, scale)
         ref = None
         if claim["check"].get("relative_to") is not None:
             ref = read_reference(sel, claim["check"]["relative_to"], results_dir, declared)
-        ok, detail = run_check(claim["check"], ours, claim.get("reported"), ref, axis=sel.get("over") or "x")
+        verdict, detail = _judge(claim, reading, ref, sel.get("over") or "x")
     except MissingResults as e:
-        return ClaimResult(ours=ours, verdict=NOT_RUN, detail=str(e), seeds=e.seeds if ours is None else seeds, **base)
+        ours, seeds = (reading.ours, reading.seeds) if reading else (None, e.seeds)
+        return ClaimResult(ours=ours, verdict=NOT_RUN, detail=str(e), seeds=seeds, **base)
     except InvalidInput as e:
+        ours, seeds = (reading.ours, reading.seeds) if reading else (None, NO_SEEDS)
         return ClaimResult(ours=ours, verdict=INVALID, detail=str(e), seeds=seeds, **base)
     if scale not in claim["expected_at"]:
-        verdict = NOT_EXPECTED
-        detail = f"{detail} (would {'hold' if ok else 'differ'})"
-    else:
-        verdict = HOLDS if ok else DIFFERS
-    return ClaimResult(ours=ours, verdict=verdict, detail=detail, seeds=seeds, **base)
+        verdict, detail = NOT_EXPECTED, f"{detail} (would {WOULD[verdict]})"
+    return ClaimResult(
+        ours=reading.ours,
+        verdict=verdict,
+        detail=detail,
+        seeds=reading.seeds,
+        noise=reading.noise.label(),
+        interval=_interval_text(reading.estimate),
+        seeds_used=reading.seeds_used,
+        estimate=reading.estimate,
+        **base,
+    )
 
 
 def evaluate_claims(claims: list[dict], results_dir: Path, scale: str) -> list[ClaimResult]:

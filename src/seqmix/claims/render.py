@@ -10,20 +10,25 @@ from typing import Any
 import pandas as pd
 
 from ..io import write_text
-from .checks import HOLDS, KIND_OF_SOURCE, KINDS, NOT_EXPECTED, NOT_RUN, VERDICTS, ClaimResult
+from .checks import HOLDS, KIND_OF_SOURCE, KINDS, NO_SEEDS, NOT_EXPECTED, NOT_RUN, VERDICTS, WITHIN_NOISE, ClaimResult
+from .noise import fmt_estimate
 
 COLUMNS = (
     "id",
     "kind",
     "source",
     "by_construction",
+    "secondary",
     "artefact",
     "statement",
     "paper_value",
     "our_value",
+    "interval",
+    "noise",
     "check",
     "scale",
     "seeds",
+    "seeds_used",
     "verdict",
     "detail",
     "commit",
@@ -31,6 +36,11 @@ COLUMNS = (
 BY_CONSTRUCTION = "holds by construction"  # a count column: held, but for any data of the right shape
 COUNT_COLUMNS = (HOLDS, BY_CONSTRUCTION) + tuple(v for v in VERDICTS if v != HOLDS)
 SOURCES = tuple(KIND_OF_SOURCE)
+NOISE_TEXT = (
+    "Our value of a learned quantity is 'mean ± half-width' of its 95% interval under the claim's noise model "
+    f"(seeds, binomial, both; seqmix.claims.noise); '{WITHIN_NOISE}': the interval admits both the relation and "
+    "its opposite, counted apart. Secondary readings of a quantity another claim reads are shown, not counted."
+)
 KIND_TEXT = {
     "reproduction": "our measurement against the paper's number or ordering",
     "derived": "our measurement against a law we or the spec derived (not the paper's number)",
@@ -50,6 +60,15 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def _fmt_ours(r: ClaimResult) -> str:
+    """Our value; with a noise model 'mean ± half-width' of its 95% interval (per point of a series)."""
+    if r.estimate is None:
+        return _fmt(r.ours)
+    if isinstance(r.estimate, list):
+        return ", ".join(f"{x}: {fmt_estimate(e)}" for x, e in r.estimate)
+    return fmt_estimate(r.estimate)
+
+
 def to_frame(results: list[ClaimResult], scale: str, commit: str = "unknown") -> pd.DataFrame:
     # explicit columns: a paper without claims still gets a claims.csv with a header (report/index.py reads it)
     rows = [
@@ -58,13 +77,17 @@ def to_frame(results: list[ClaimResult], scale: str, commit: str = "unknown") ->
             "kind": r.kind,
             "source": r.source,
             "by_construction": r.by_construction,
+            "secondary": r.secondary,
             "artefact": r.artefact,
             "statement": r.statement,
             "paper_value": _fmt(r.reported),
-            "our_value": _fmt(r.ours),
+            "our_value": _fmt_ours(r),
+            "interval": r.interval,
+            "noise": r.noise,
             "check": r.check,
             "scale": scale,
             "seeds": r.seeds,
+            "seeds_used": r.seeds_used,
             "verdict": r.verdict,
             "detail": r.detail,
             "commit": commit,
@@ -74,11 +97,18 @@ def to_frame(results: list[ClaimResult], scale: str, commit: str = "unknown") ->
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
+def primary(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows that count: a secondary reading of a measured quantity is shown but never counted."""
+    if "secondary" not in df.columns:
+        return df
+    return df[df["secondary"].fillna("").astype(str) == ""]
+
+
 def count_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Verdict counts per (kind, source) of a claims frame, kinds in KINDS order; a claim that holds by
-    construction counts under BY_CONSTRUCTION, not under holds. Older claims.csv files without a kind
-    column get the default of their source."""
-    df = df.copy()
+    """Verdict counts per (kind, source) of a claims frame's primary claims, kinds in KINDS order; a claim
+    that holds by construction counts under BY_CONSTRUCTION, not under holds; secondary readings are not
+    counted. Older claims.csv files without a kind column get the default of their source."""
+    df = primary(df).copy()
     if "kind" not in df.columns:
         df["kind"] = df["source"].map(KIND_OF_SOURCE)
     by_con = df["by_construction"].fillna("").astype(str) if "by_construction" in df.columns else ""
@@ -103,10 +133,16 @@ def _md_table(df: pd.DataFrame) -> list[str]:
 
 def _verdict_cell(r: pd.Series) -> str:
     if r["verdict"] in (NOT_RUN, "invalid"):
-        return f"**{r['verdict']}**: {r['detail']}"
-    if r["by_construction"]:
-        return f"**{r['verdict']}** (by construction: {r['by_construction']})"
-    return f"**{r['verdict']}**"
+        cell = f"**{r['verdict']}**: {r['detail']}"
+    elif r["by_construction"]:
+        cell = f"**{r['verdict']}** (by construction: {r['by_construction']})"
+    else:
+        cell = f"**{r['verdict']}**"
+    return f"{cell} (secondary reading {r['secondary']}; not counted)" if r["secondary"] else cell
+
+
+def _seeds_cell(r: pd.Series) -> str:
+    return r["seeds"] if r["seeds_used"] in ("", NO_SEEDS) else f"{r['seeds']} ({r['seeds_used']})"
 
 
 def write_claims(
@@ -114,19 +150,24 @@ def write_claims(
 ) -> None:
     df = to_frame(results, scale, commit)
     write_text(csv_path, df.to_csv(index=False))
-    totals = {v: int((df["verdict"] == v).sum()) for v in VERDICTS}
+    counted = primary(df)
+    totals = {v: int((counted["verdict"] == v).sum()) for v in VERDICTS}
+    secondary = len(df) - len(counted)
     lines = [
         f"# Claims of `{paper}` at scale `{scale}`",
         "",
         f"Commit `{commit}`. Each row: a number or statement (source: the paper itself, a value the spec derived "
         "(never the paper's), or a closed-form identity), our value, the seeds it had of those it needs, the check "
-        "and its verdict. Kinds: " + "; ".join(f"**{k}**: {t}" for k, t in KIND_TEXT.items()) + ".",
+        "and its verdict. Kinds: " + "; ".join(f"**{k}**: {t}" for k, t in KIND_TEXT.items()) + ". " + NOISE_TEXT,
         "",
-        "Verdicts: " + ", ".join(f"{k}: {v}" for k, v in totals.items()),
+        "Verdicts: "
+        + ", ".join(f"{k}: {v}" for k, v in totals.items())
+        + (f" ({secondary} secondary readings shown, not counted)" if secondary else ""),
         "",
         *_md_table(count_table(df)),
     ]
-    header = ["claim", "source", "artefact", "statement", "paper value", "our value", "seeds", "check", "verdict"]
+    header = ["claim", "source", "artefact", "statement", "paper value", "our value", "noise", "seeds", "check",
+              "verdict"]  # fmt: skip
     for kind in KINDS:
         part = df[df["kind"] == kind]
         if part.empty:
@@ -140,7 +181,8 @@ def write_claims(
                 r["statement"],
                 r["paper_value"],
                 r["our_value"],
-                r["seeds"],
+                r["noise"],
+                _seeds_cell(r),
                 r["check"] if r["verdict"] in (NOT_RUN, "invalid") else f"{r['check']}: {r['detail']}",
                 _verdict_cell(r),
             ]
@@ -172,7 +214,8 @@ def write_counts(results_dir: Path, out: Path, command: str) -> pd.DataFrame:
         "Only **reproduction** verdicts are evidence about the papers. "
         + "; ".join(f"**{k}**: {t}" for k, t in KIND_TEXT.items())
         + f". '{BY_CONSTRUCTION}' counts claims that hold for any data of the right shape; "
-        f"'{NOT_EXPECTED}': the scale is below the one the claim needs.",
+        f"'{WITHIN_NOISE}': our 95% interval admits both the relation and its opposite; "
+        f"'{NOT_EXPECTED}': the scale is below the one the claim needs. Secondary readings are not counted.",
         "",
         *_md_table(table),
     ]

@@ -144,3 +144,128 @@ def _task_names(exp: dict) -> set[str]:
         blocks += [vspec or {}, *((vspec or {}).get("scales") or {}).values()]
     blocks += [sc.get("set") or {} for sc in (exp.get("scales") or {}).values()]
     return {b["task"]["name"] for b in blocks if isinstance(b.get("task"), dict) and "name" in b["task"]}
+
+
+# ----------------------------------------------------------------------------- series points, noise, readings
+
+_LEAF_AXES = ("sweep_value", "variant")
+
+
+def fill_series_points(cfg: dict, scale: str) -> None:
+    """A series over an experiment's ``sweep_value`` or ``variant`` without a list in ``where`` reads every
+    point the experiment runs at ``scale`` (its sweep values, its variants there): written into ``where`` so
+    that a missing point is 'not run', never a series silently shorter. Other series must list their points
+    (validate_claim)."""
+    from .leaves import scale_variants
+
+    experiments = cfg.get("experiments") or {}
+    for claim in cfg.get("claims") or []:
+        ours = claim["ours"]
+        over, where = ours.get("over"), ours.get("where") or {}
+        if over not in _LEAF_AXES or isinstance(where.get(over), list) or ours["table"] not in experiments:
+            continue
+        exp = experiments[ours["table"]]
+        if over == "variant":
+            points = scale_variants(exp, scale)
+        elif exp.get("sweep"):
+            points = list(exp["scales"][scale].get("sweep_values", exp["sweep"]["values"]))
+        else:
+            continue
+        ours["where"] = {**where, over: points}
+
+
+def validate_noise(path: Path, where: str, claim: dict, scale: str) -> None:
+    """A noise model is of a mean over seeds (the selection's aggregate must be ``mean``), a binomial one
+    needs the test-set size of every scale it names, and an ordering's ``rtol`` (the slack of a deterministic
+    series) does not mix with a noise model: the interval decides."""
+    spec, sel, check = claim.get("noise"), claim["ours"], claim["check"]
+    kind = spec if isinstance(spec, str) or spec is None else next(iter(spec))
+    active = kind not in (None, "none")
+    if active and sel.get("aggregate", "median") != "mean":
+        raise ConfigError(
+            path,
+            f"{where}.noise",
+            f"noise {kind!r} is of a mean over seeds: set ours.aggregate: mean (it is "
+            f"{sel.get('aggregate', 'median')!r}) or noise: none",
+        )
+    if isinstance(spec, dict) and isinstance(spec[kind]["n"], dict) and scale not in spec[kind]["n"]:
+        raise ConfigError(path, f"{where}.noise.{kind}.n", f"no test-set size for scale {scale!r}")
+    noisy_default = kind is None and sel.get("aggregate") == "mean" and claim.get("kind") != "consistency"
+    if check["kind"] == "ordering" and check.get("rtol") and (active or noisy_default):
+        raise ConfigError(
+            path,
+            f"{where}.check.rtol",
+            "an ordering's rtol is the slack of a deterministic series; with a noise model (a mean over seeds "
+            "has noise: seeds by default) each step must clear its interval: drop rtol or set noise: none",
+        )
+
+
+def validate_series(path: Path, where: str, claim: dict) -> None:
+    """A series names its points: a list in ``where`` for its ``over`` column (filled for an experiment's
+    sweep_value and variant by fill_series_points), and an ordering orders exactly those points."""
+    ours, check = claim["ours"], claim["check"]
+    over = ours.get("over")
+    if not over:
+        return
+    points = (ours.get("where") or {}).get(over)
+    if not isinstance(points, list):
+        raise ConfigError(
+            path,
+            f"{where}.ours.where",
+            f"the series over {over!r} needs the list of its points in ours.where.{over} (a point missing from "
+            "the results is then 'not run', never dropped from the series unseen)",
+        )
+    if check["kind"] == "ordering" and sorted(map(str, check["order"])) != sorted(map(str, points)):
+        raise ConfigError(
+            path,
+            f"{where}.check.order",
+            f"an ordering orders the series' points: order {check['order']} is not ours.where.{over} {points}",
+        )
+
+
+def _selection_key(claim: dict) -> str:
+    import json
+
+    ref = claim["check"].get("relative_to")
+    return json.dumps([claim["ours"], claim.get("seeds"), ref], sort_keys=True, default=str)
+
+
+def check_readings(path: Path, claims: list[dict], origins: list[tuple[str, str]]) -> None:
+    """One primary claim per measured quantity: two primary claims with one selection (ours, seeds, a
+    slope's relative_to) are an error; an alternative reading is ``secondary: {of: <primary id>, why}``,
+    shown but not counted, and its ``of`` must name a primary claim of the paper (the one with its
+    selection, when one has it)."""
+    ids = {c["id"]: c for c in claims}
+    first: dict[str, tuple[str, str]] = {}
+    for claim, (where, params) in zip(claims, origins):
+        label = f"{claim['id']} ({where}{', ' + params if params else ''})"
+        key = _selection_key(claim)
+        sec = claim.get("secondary")
+        if sec is None:
+            if key in first:
+                raise ConfigError(
+                    path,
+                    f"{where}.ours",
+                    f"claims {first[key][0]} and {label} read the same selection: one quantity, one primary claim; "
+                    "mark the alternative reading secondary: {of: <primary id>, why: ...}",
+                )
+            first[key] = (label, claim["id"])
+    for claim, (where, params) in zip(claims, origins):
+        sec = claim.get("secondary")
+        if sec is None:
+            continue
+        of = ids.get(sec["of"])
+        if of is None or of.get("secondary") is not None:
+            raise in_member(
+                ConfigError(path, f"{where}.secondary.of", f"{sec['of']!r} is no primary claim of this paper"), params
+            )
+        same = first.get(_selection_key(claim))
+        if same and same[1] != sec["of"]:
+            raise in_member(
+                ConfigError(
+                    path,
+                    f"{where}.secondary.of",
+                    f"{claim['id']} reads the selection of the primary claim {same[1]}, not of {sec['of']!r}",
+                ),
+                params,
+            )

@@ -26,7 +26,17 @@ SCALES = ("tiny", "cpu", "paper")
 def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> dict:
     """A paper's config, validated, with its claim families expanded and the claim defaults applied
     (``cfg["claims"]`` is the flat list the claims engine checks)."""
-    from .claims import at_claim_origin, check_claim_columns, expand_paper_claims, in_member, validate_claim
+    from .claims import (
+        at_claim_origin,
+        check_claim_columns,
+        check_readings,
+        expand_paper_claims,
+        fill_series_points,
+        in_member,
+        validate_claim,
+        validate_noise,
+        validate_series,
+    )
     from .components import validate_component_blocks
 
     path = Path(path)
@@ -65,12 +75,16 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
     from .leaf_check import validate_leaves
 
     validate_leaves(path, cfg, scale)  # the merged leaves: what each job is given
+    fill_series_points(cfg, scale)
     for claim, (where, params) in zip(cfg.get("claims", []), origins):
         try:
             validate_claim(path, where, claim)
             check_claim_columns(path, where, claim, cfg)
+            validate_series(path, where, claim)
+            validate_noise(path, where, claim, scale)
         except ConfigError as e:
             raise in_member(e, params) from None
+    check_readings(path, cfg.get("claims", []), origins)
     from .artefacts import validate_artefacts  # here: artefacts imports this module
 
     validate_artefacts(path, cfg, schema_dir)

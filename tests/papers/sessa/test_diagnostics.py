@@ -234,7 +234,7 @@ def trained(root, tmp_path_factory):
 def test_artefacts_write_their_declared_files_and_feed_the_claims(trained, name):
     import pandas as pd
 
-    from seqmix.claims.checks import DIFFERS
+    from seqmix.claims.checks import DIFFERS, WITHIN_NOISE
     from seqmix.claims.engine import HOLDS, evaluate_claim
     from seqmix.config.artefacts import artefact_spec, outputs
     from seqmix.papers.sessa import ARTEFACTS
@@ -259,4 +259,4 @@ def test_artefacts_write_their_declared_files_and_feed_the_claims(trained, name)
     assert claims or name == "d8_gradient_flow"
     for claim in claims:
         verdict = evaluate_claim(claim, paper_dir(results, "sessa"), "paper").verdict  # expected there
-        assert verdict in (HOLDS, DIFFERS), (claim["id"], verdict)
+        assert verdict in (HOLDS, DIFFERS, WITHIN_NOISE), (claim["id"], verdict)  # judged, with its noise
