@@ -1,5 +1,5 @@
-"""``seqmix artefact|claims|claims-summary|claims-export|report-index``: a paper's tables, figures and
-analyses, its verdicts, and the documents made from them."""
+"""``seqmix artefact|claims|claims-summary|archive|claims-export|report-index``: a paper's tables, figures and
+analyses, its verdicts, the archive of a long run's tables, and the documents made from them."""
 
 from __future__ import annotations
 
@@ -30,10 +30,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     sp.add_argument("--results", default="results/tiny", help="one scale's results (results/<scale>)")
     sp.add_argument("--out", default="docs/measured/claims_counts.md", help="the markdown table it writes")
-    sp = command(sub, "claims-export", cmd_claims_export, "copy one paper's claims.md of one scale into the docs")
-    sp.add_argument("--results", required=True, help="one scale's results (results/<scale>)")
+    sp = command(
+        sub,
+        "archive",
+        cmd_archive,
+        "keep the tables one paper's claims read from a run (docs/measured/<paper>/<scale>/) and judge them",
+    )
+    sp.add_argument("--results", required=True, help="one scale's results (results/<scale>); the scale is its name")
     sp.add_argument("--paper", required=True, help="the paper id")
-    sp.add_argument("--out", required=True, help="e.g. docs/measured/<paper>-claims-<scale>.md")
+    sp.add_argument("--out", help="the archive directory (default: docs/measured/<paper>/<scale>)")
+    sp.add_argument("--device", help="what the run ran on (default: this machine's CPU and core count)")
+    sp.add_argument("--data", required=True, help="the data the run read: real dataset, substitute, generator law")
+    sp.add_argument("--root", default=".", help="the repository root (config/papers/<paper>.yaml)")
+    sp = command(
+        sub,
+        "claims-export",
+        cmd_claims_export,
+        "regenerate archives' verdict docs (claims.md, claims.csv) with today's claims and engine",
+    )
+    sp.add_argument(
+        "--archive", nargs="*", help="archive directories (default: every docs/measured/<paper>/<scale>/ archive)"
+    )
+    sp.add_argument("--root", default=".", help="the repository root (config/papers/<paper>.yaml)")
     sp = command(
         sub, "report-index", cmd_report_index, "write results/<scale>/report.md, the index of what was produced"
     )
@@ -96,16 +114,67 @@ def cmd_claims_summary(args):
     print(f"{args.out}: {len(table)} rows from {table['paper'].nunique()} papers")
 
 
-def cmd_claims_export(args):
-    """One paper's claims table of one scale, copied into the docs with a generated-by header."""
-    from ..claims.render import export_claims
+def _paper_claims(root: str, paper: str, scale: str) -> list[dict]:
+    from ..config.base import ConfigError
+    from ..config.loading import load_paper
 
-    command = f"python -m seqmix claims-export --results {args.results} --paper {args.paper} --out {args.out}"
+    path = Path(root) / "config" / "papers" / f"{paper}.yaml"
+    if not path.exists():
+        raise SystemExit(f"{path}: no such paper config (papers: config/papers/*.yaml)")
     try:
-        n = export_claims(Path(args.results), args.paper, Path(args.out), command)
+        return load_paper(path, scale)["claims"] or []
+    except ConfigError as e:
+        raise SystemExit(f"config error: {e}") from None
+
+
+def _this_machine() -> str:
+    import os
+    import platform
+
+    return f"CPU ({platform.machine()}, {os.cpu_count()} cores)"
+
+
+def cmd_archive(args):
+    """Archive the tables a run's claims read and write the verdict docs judged on them."""
+    from ..claims import archive
+
+    results = Path(args.results)
+    scale = results.name
+    out = Path(args.out or Path(args.root) / "docs" / "measured" / args.paper / scale)
+    claims = _paper_claims(args.root, args.paper, scale)
+    command = f"python -m seqmix archive --results {args.results} --paper {args.paper}"
+    try:
+        meta = archive.make_archive(
+            results / args.paper,
+            claims,
+            out,
+            paper=args.paper,
+            scale=scale,
+            device=args.device or _this_machine(),
+            data=args.data,
+            command=command,
+        )
     except FileNotFoundError as e:
         raise SystemExit(str(e)) from None
-    print(f"{args.out}: {n} claims of {args.paper}")
+    n = archive.judge_archive(out, claims)
+    missing = f"; not in the run: {', '.join(meta['missing_tables'])}" if meta["missing_tables"] else ""
+    print(f"{out}: {len(meta['tables'])} tables, {n} claims judged{missing}")
+
+
+def cmd_claims_export(args):
+    """Re-judge archives with today's claims and engine: their claims.md and claims.csv, regenerated."""
+    from ..claims import archive
+
+    dirs = [Path(a) for a in args.archive] if args.archive else archive.archives(Path(args.root) / "docs" / "measured")
+    if not dirs:
+        raise SystemExit("no archives under docs/measured/ (make one with `python -m seqmix archive`)")
+    for d in dirs:
+        try:
+            meta = archive.read_meta(d)
+        except FileNotFoundError as e:
+            raise SystemExit(str(e)) from None
+        n = archive.judge_archive(d, _paper_claims(args.root, meta["paper"], meta["scale"]))
+        print(f"{d}: {n} claims of {meta['paper']} at {meta['scale']}")
 
 
 def _log_paper_artefacts(spec: dict, files: list[str], start_ms: int) -> None:
