@@ -37,8 +37,32 @@ def test_progress_reports_each_leaf_state(tmp_path, capsys):
 
 
 def test_progress_without_run_configs_says_so(tmp_path):
-    with pytest.raises(SystemExit, match="no run configs"):
+    with pytest.raises(SystemExit, match="unknown paper 'p'"):  # no config, no results: a typo, not a run to come
         main(["progress", "--results", str(tmp_path), "--paper", "p"])
     write_json(tmp_path / "tiny" / "p" / "run" / "e1.a-0.json", {"leaves": []})
     with pytest.raises(SystemExit, match=r"no run configs under .*cpu"):  # another scale's run is not this one
         main(["progress", "--results", str(tmp_path), "--scale", "cpu", "--paper", "p"])
+
+
+def test_progress_names_a_misspelt_paper_or_experiment(tmp_path, monkeypatch, root):
+    """Before: 'no run configs ... (has the DAG written them yet?)' for a typo, as if the run were missing."""
+    monkeypatch.chdir(root)
+    with pytest.raises(SystemExit, match=r"unknown paper 'haeds' .*did you mean 'heads'\?"):
+        main(["progress", "--results", str(tmp_path), "--paper", "haeds"])
+    with pytest.raises(SystemExit, match=r"heads has no experiment 'exp9' \(experiments: exp1, exp2\)"):
+        main(["progress", "--results", str(tmp_path), "--paper", "heads", "--experiment", "exp9"])
+    with pytest.raises(SystemExit, match="has the DAG written them yet"):  # a real paper, not run yet
+        main(["progress", "--results", str(tmp_path), "--paper", "heads"])
+
+
+def test_where_prints_an_mlflow_command_that_runs_as_printed(tmp_path, capsys):
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "mlflow.db").write_bytes(b"")
+    main(["where", "--results", str(tmp_path)])
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if "browse runs:" in ln)
+    exe, *rest = line.split("browse runs: ", 1)[1].split()
+    assert Path(exe).resolve() == (Path(sys.executable).parent / "mlflow").resolve() and Path(exe).exists()
+    assert rest[:3] == ["ui", "--backend-store-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"]
+    assert rest[3:] == ["--artifacts-destination", str(tmp_path / ".mlflow" / "artifacts")]

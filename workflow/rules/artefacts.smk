@@ -7,8 +7,11 @@
 # settings re-runs that artefact (and what reads its outputs) alone.
 
 
+_PLURAL = {"table": "tables", "figure": "figures", "analysis": "analyses"}
+
+
 def _report_item(path, paper, decl):
-    return report(path, caption="../report/artefact.rst", category=paper, subcategory=decl["kind"] + "s")
+    return report(path, caption="../report/artefact.rst", category=paper, subcategory=_PLURAL[decl["kind"]])
 
 
 for _paper, _cfg in PAPERS.items():
@@ -36,7 +39,7 @@ for _paper, _cfg in PAPERS.items():
             localrule: True
             params:
                 out=get_output_dir,  # the kind dir (writes are plain file names)
-                caption=_decl["caption"],
+                caption=rst_text(_decl["caption"]),
                 html=_html_args,  # the shown CSV -> the HTML the report shows
             shell:
                 "{SEQMIX_CLI} artefact --run {input.run:q} --out {params.out:q} {params.html} 2> {log:q}"

@@ -16,6 +16,7 @@ from seqmix.config.base import ConfigError
 from seqmix.config.leaves import cell_run_config, expand_cells
 from seqmix.config.loading import discover_papers, load_all
 from seqmix.io import canonical_json
+from seqmix.report.captions import rst_text
 from seqmix.training.allocator import apply_to_environ
 
 apply_to_environ()  # glibc malloc settings every job process inherits (see seqmix/training/allocator.py)

@@ -49,7 +49,9 @@ def cmd_where(args):
                 print(f"    {what} {root / name}")
     if (results / "mlflow.db").exists():
         print(f"  mlflow   {results / 'mlflow.db'} (every scale; runs tagged scale=...)")
-        print(f"  browse runs: mlflow ui --backend-store-uri sqlite:///{results / 'mlflow.db'}")
+        from ..tracking.store import ui_command
+
+        print(f"  browse runs: {ui_command(results)}")
 
 
 def _leaf_status(leaf: dict, metrics: list[str]) -> tuple[str, list[str]]:
@@ -76,6 +78,26 @@ def _leaf_status(leaf: dict, metrics: list[str]) -> tuple[str, list[str]]:
     return "not started", [""] * len(metrics)
 
 
+def _check_names(results: Path, paper: str, experiment: str | None) -> None:
+    """A misspelt paper or experiment is named as such (with what exists), not taken for a run not yet made. A
+    paper is known by its config (config/papers/<paper>.yaml) or by its results at any scale under ``results``."""
+    import difflib
+
+    from ..config.base import load_yaml
+    from ..config.loading import discover_papers
+    from ..results import paper_dir, scale_roots
+
+    papers = discover_papers(".")
+    if paper not in papers and not any(paper_dir(r, paper).is_dir() for r in scale_roots(results)):
+        near = difflib.get_close_matches(paper, papers, n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        raise SystemExit(f"unknown paper {paper!r} (papers: {', '.join(papers)}){hint}")
+    if experiment is not None and paper in papers:
+        experiments = sorted(load_yaml(Path("config") / "papers" / f"{paper}.yaml").get("experiments") or {})
+        if experiment not in experiments:
+            raise SystemExit(f"{paper} has no experiment {experiment!r} (experiments: {', '.join(experiments)})")
+
+
 def cmd_progress(args):
     """A markdown table of every leaf of a paper (or one experiment): evaluated, trained, in progress (the
     step of its last checkpoint) or not started, with chosen metrics of the evaluated ones. For watching a
@@ -84,6 +106,7 @@ def cmd_progress(args):
     from ..results import cell_run_paths, paper_dir, scale_root
 
     root = scale_root(args.results, args.scale)
+    _check_names(Path(args.results), args.paper, args.experiment)
     cells = cell_run_paths(root, args.paper, args.experiment)
     if not cells:
         where = paper_dir(root, args.paper) / "run"

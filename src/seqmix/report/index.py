@@ -27,5 +27,9 @@ def write_index(results: Path, papers: list[str], scale: str, out: Path) -> None
             if files:
                 lines.append(f"- {kind}s: " + ", ".join(f"[{f.name}]({f.relative_to(results)})" for f in files))
         lines.append("")
-    lines += ["MLflow: `mlflow ui --backend-store-uri sqlite:///results/mlflow.db` (default store).", ""]
+    lines += [
+        "MLflow (the default store): `.venv/bin/mlflow ui --backend-store-uri sqlite:///results/mlflow.db "
+        "--artifacts-destination results/.mlflow/artifacts`",
+        "",
+    ]
     write_text(out, "\n".join(lines))

@@ -105,6 +105,24 @@ def artifact_root(results: str | Path) -> Path:
     return Path(results) / ".mlflow" / "artifacts"
 
 
+def ui_command(results: str | Path) -> str:
+    """The ``mlflow ui`` command that shows the embedded store of ``results`` with its artifacts, as it can be
+    pasted: the ``mlflow`` beside this interpreter (the venv's, not whatever PATH finds), relative to the
+    working directory when it is under it."""
+    import os
+    import sys
+
+    exe = Path(sys.executable).parent / "mlflow"
+    try:
+        exe = exe.relative_to(Path.cwd())
+    except ValueError:
+        pass
+    return (
+        f"{os.fspath(exe)} ui --backend-store-uri sqlite:///{Path(results) / 'mlflow.db'} "
+        f"--artifacts-destination {artifact_root(results)}"
+    )
+
+
 def ensure_experiment(mlf, name: str, live: bool) -> str:
     """The experiment's id, created if missing, tagged as model training. With a server the server picks
     the artifact location; with SQLite it is ``mlflow-artifacts:/<name>``, which stores no absolute path:
