@@ -156,3 +156,54 @@ def test_task_standardises_with_train_statistics():
     assert x.shape == (200, 256, 1) and abs(float(x.mean())) < 1e-4 and abs(float(x.std()) - 1) < 1e-2
     assert task.model_inputs() == {"d_in": 1, "d_out": 10, "seq_len": 256}
     assert task.data_source == "sklearn-digits (substitute)"
+
+
+class _Payload:
+    """What a crafted batch file would carry: unpickling it calls os.system."""
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, ("touch PWNED",))
+
+
+def test_a_crafted_cifar_batch_runs_no_code(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_cifar(tmp_path / "c")
+    with open(tmp_path / "c" / "data_batch_3", "wb") as f:
+        pickle.dump({b"data": _Payload(), b"labels": []}, f)
+    with pytest.raises(
+        ValueError, match=r"data_batch_3: not a CIFAR-10 batch .*posix.system|data_batch_3: not a CIFAR"
+    ):
+        load_cifar10(tmp_path / "c")
+    assert not (tmp_path / "PWNED").exists()
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (b"", "not a CIFAR-10 batch"),  # empty
+        (b"\x80\x04garbage", "not a CIFAR-10 batch"),  # garbled
+        ("wrong-keys", "a dict with b'data' and b'labels'"),
+        ("short-rows", r"\(N, 3072\) uint8"),
+        ("label-10", "label 10 at row 1 is outside the 10 classes"),
+    ],
+)
+def test_corrupt_cifar_batches_are_named(tmp_path, content, message):
+    write_cifar(tmp_path / "c")
+    path = tmp_path / "c" / "test_batch"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        batch = {b"data": np.zeros((3, 3072), np.uint8), b"labels": [0, 1, 2]}
+        if content == "wrong-keys":
+            batch = {b"pixels": batch[b"data"]}
+        elif content == "short-rows":
+            batch[b"data"] = np.zeros((3, 100), np.uint8)
+        else:
+            batch[b"labels"] = [0, 10, 2]
+        with open(path, "wb") as f:
+            pickle.dump(batch, f)
+    with pytest.raises(ValueError, match=message) as e:
+        load_cifar10(tmp_path / "c")
+    assert str(path) in str(e.value)

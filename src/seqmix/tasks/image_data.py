@@ -98,9 +98,41 @@ def load_fashion_mnist(directory: str | os.PathLike) -> dict[str, tuple[np.ndarr
     return out
 
 
+# What a CIFAR-10 batch pickle may name: numpy's array reconstruction, nothing else. pickle.load of an arbitrary
+# file runs any callable the file names (a crafted "batch" ran code here before).
+_CIFAR_GLOBALS = {
+    (module, name)
+    for module in ("numpy.core.multiarray", "numpy._core.multiarray")
+    for name in ("_reconstruct", "scalar")
+} | {("numpy", "ndarray"), ("numpy", "dtype")}
+
+
+class _BatchUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str):
+        if (module, name) not in _CIFAR_GLOBALS:
+            raise pickle.UnpicklingError(f"it names {module}.{name}, which a CIFAR-10 batch never does")
+        return super().find_class(module, name)
+
+
 def _unpickle(path: Path) -> dict:
-    with open(path, "rb") as f:
-        return pickle.load(f, encoding="bytes")
+    """One CIFAR-10 batch: a dict with ``b"data"`` (N, 3072) uint8 and ``b"labels"`` (N ints in 0..9), loaded
+    with an unpickler that admits only numpy arrays, and checked; every error names the file."""
+    try:
+        with open(path, "rb") as f:
+            batch = _BatchUnpickler(f, encoding="bytes").load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError) as e:
+        raise ValueError(f"{path}: not a CIFAR-10 batch ({type(e).__name__}: {e})") from None
+    if not isinstance(batch, dict) or b"data" not in batch or b"labels" not in batch:
+        raise ValueError(f"{path}: not a CIFAR-10 batch (a dict with b'data' and b'labels' expected)")
+    data, labels = np.asarray(batch[b"data"]), np.asarray(batch[b"labels"])
+    if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072:
+        raise ValueError(f"{path}: b'data' is {data.dtype} {data.shape}; CIFAR-10 has (N, 3072) uint8")
+    if labels.shape != (len(data),) or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"{path}: b'labels' is {labels.dtype} {labels.shape}; expected {len(data)} integers")
+    if len(labels) and (labels.min() < 0 or labels.max() > 9):
+        bad = int(np.flatnonzero((labels < 0) | (labels > 9))[0])
+        raise ValueError(f"{path}: label {int(labels[bad])} at row {bad} is outside the 10 classes 0..9")
+    return batch
 
 
 def load_cifar10(directory: str | os.PathLike) -> dict[str, tuple[np.ndarray, np.ndarray]]:
