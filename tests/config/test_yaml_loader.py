@@ -67,3 +67,26 @@ def test_empty_document_is_none(tmp_path, loader):
     f = tmp_path / "c.yaml"
     f.write_text("# nothing\n")
     assert load_yaml(f, loader_class=loader) is None
+
+
+def test_an_alias_bomb_is_refused_quickly(tmp_path):
+    """324 bytes of nested aliases expand to 9^9 nodes: every Snakemake start stalled at 100% CPU before."""
+    from seqmix.config.base import ConfigError, load_yaml
+
+    lines = ['a: &a ["x","x","x","x","x","x","x","x","x"]']
+    for i in range(8):
+        prev, cur = chr(97 + i), chr(98 + i)
+        lines.append(f"{cur}: &{cur} [" + ",".join([f"*{prev}"] * 9) + "]")
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ConfigError, match=r"expands to more than 1,000,000 nodes through its aliases"):
+        load_yaml(path)  # refused by counting the first 10^6, not by expanding ~4e8
+
+
+def test_a_recursive_alias_is_named_not_a_recursion_error(tmp_path):
+    from seqmix.config.base import ConfigError, load_yaml
+
+    path = tmp_path / "rec.yaml"
+    path.write_text("a: &a\n  - *a\n")
+    with pytest.raises(ConfigError, match=r"a\[0\]: an alias at line 1 contains itself"):
+        load_yaml(path)

@@ -56,11 +56,36 @@ def load_yaml(path: str | Path, *, loader_class: Any = None) -> Any:
         raise ConfigError(path, "", f"malformed YAML at {where}: {getattr(e, 'problem', e)}") from None
 
 
+# YAML aliases (superposition reuses experiment blocks with &base / *base) are expanded by every walker of a
+# config; a 500-byte file of nested aliases ("billion laughs") expands to ~10^9 nodes and stalled every
+# Snakemake start. The largest real config expands to under 10^5 nodes.
+MAX_EXPANDED_NODES = 1_000_000
+
+
 def _reject_duplicate_keys(path: Path, node: yaml.Node, parts: list) -> None:
+    """Duplicate keys are an error; so are an alias inside itself and more than MAX_EXPANDED_NODES nodes once
+    aliases are expanded (both named, instead of a RecursionError or a stall)."""
+    budget = [MAX_EXPANDED_NODES]
+    _walk_keys(path, node, parts, budget, set())
+
+
+def _walk_keys(path: Path, node: yaml.Node, parts: list, budget: list, open_nodes: set) -> None:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ConfigError(
+            path, "", f"the YAML expands to more than {MAX_EXPANDED_NODES:,} nodes through its aliases (&/*): refused"
+        )
+    if id(node) in open_nodes:
+        raise ConfigError(
+            path, _keypath(parts), f"an alias at line {node.start_mark.line + 1} contains itself (recursive YAML)"
+        )
     if isinstance(node, yaml.SequenceNode):
+        open_nodes.add(id(node))
         for i, item in enumerate(node.value):
-            _reject_duplicate_keys(path, item, [*parts, i])
+            _walk_keys(path, item, [*parts, i], budget, open_nodes)
+        open_nodes.discard(id(node))
     elif isinstance(node, yaml.MappingNode):
+        open_nodes.add(id(node))
         first: dict = {}
         for key, value in node.value:
             name = key.value if isinstance(key, yaml.ScalarNode) else None
@@ -73,7 +98,8 @@ def _reject_duplicate_keys(path: Path, node: yaml.Node, parts: list) -> None:
                 )
             if name is not None:
                 first[name] = key.start_mark.line + 1
-            _reject_duplicate_keys(path, value, [*parts, name])
+            _walk_keys(path, value, [*parts, name], budget, open_nodes)
+        open_nodes.discard(id(node))
 
 
 def reject_non_finite(data: Any, file: str | Path, parts: tuple = ()) -> None:
