@@ -207,3 +207,13 @@ def test_corrupt_cifar_batches_are_named(tmp_path, content, message):
     with pytest.raises(ValueError, match=message) as e:
         load_cifar10(tmp_path / "c")
     assert str(path) in str(e.value)
+
+
+def test_an_incomplete_fashion_mnist_is_an_error_not_digits(tmp_path, monkeypatch):
+    """Before: `source: auto` with one idx file missing trained on digits without a warning."""
+    (tmp_path / "fm").mkdir()
+    for name in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte"):
+        (tmp_path / "fm" / name).write_bytes(b"")
+    monkeypatch.setenv("FASHION_MNIST_DIR", str(tmp_path / "fm"))
+    with pytest.raises(FileNotFoundError, match=r"fm: Fashion-MNIST is incomplete, missing t10k-labels-idx1-ubyte"):
+        find_fashion_mnist()

@@ -70,9 +70,15 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
 def find_fashion_mnist(directory: str | os.PathLike | None = None) -> Path | None:
     """The first of (``directory``, ``$FASHION_MNIST_DIR``, the Debian locations) holding all four idx files."""
     candidates = [directory, os.environ.get("FASHION_MNIST_DIR"), *FASHION_DIRS]
+    names = [n for pair in FASHION_FILES.values() for n in pair]
     for cand in candidates:
-        if cand and all(_idx_file(Path(cand), n) is not None for pair in FASHION_FILES.values() for n in pair):
+        if not cand:
+            continue
+        missing = [n for n in names if _idx_file(Path(cand), n) is None]
+        if not missing:
             return Path(cand)
+        if len(missing) < len(names):  # a damaged install: never fall back to digits without a word
+            raise FileNotFoundError(f"{cand}: Fashion-MNIST is incomplete, missing {', '.join(missing)} (.gz or not)")
     return None
 
 
