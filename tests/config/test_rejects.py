@@ -138,6 +138,13 @@ CASES = [
     ("config-mem-inf", glob(setp("resources.default.mem_gb", INF)), G, "resources.default.mem_gb", ["finite"]),
     ("config-results-control-char", glob(setp("results", "res\nults")), G, "results", ["does not match"]),
     ("config-unknown-tracking-key", glob(setp("tracking.bogus", 1)), G, "tracking", ["'bogus' was unexpected"]),
+    (
+        "config-credentials-in-tracking-uri",
+        glob(setp("tracking.uri", "http://ann:s3cret@mlflow.lab:5000")),
+        G,
+        "tracking.uri",
+        ["MLFLOW_TRACKING_PASSWORD", "<user>:***@mlflow.lab"],
+    ),  # fmt: skip
     # ---- config/papers/heads.yaml: YAML
     ("paper-yaml-syntax-error", text(P, yaml_error), P, "", ["malformed YAML at line 4"]),
     ("paper-duplicate-experiment-id", text(P, dup_experiment), P, "experiments.exp1", ["duplicate key 'exp1'"]),

@@ -91,6 +91,22 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
     return cfg
 
 
+def _reject_credentials(uri: str, config_file: str) -> None:
+    """A password in ``tracking.uri`` would be written in clear to every run config, Snakemake's metadata and
+    the logs; MLflow reads credentials from the environment instead."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(uri)
+    if parts.username is not None or parts.password is not None:
+        raise ConfigError(
+            config_file,
+            "tracking.uri",
+            f"credentials in the URI ({parts.scheme}://<user>:***@{parts.hostname}...) would be written in clear to "
+            "run configs and logs; give the bare URI and set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD "
+            "(or MLFLOW_TRACKING_TOKEN) in the environment",
+        )
+
+
 def load_all(
     config: dict, root: str | Path = ".", config_file: str = "config/config.yaml", schema_dir: Path | None = None
 ) -> dict:
@@ -112,6 +128,7 @@ def load_all(
             "SQLite tracking with SLURM dispatch is unsafe on a network filesystem; use an "
             "http(s) MLflow server, or set tracking.results_on_local_disk: true on a one-node cluster",
         )
+    _reject_credentials(str(config["tracking"]["uri"]), config_file)
     if config.get("device") == "cuda":  # imports torch only then: the Snakefile's start-up stays light
         from ..devices import cuda_missing
 
