@@ -245,6 +245,8 @@ def test_claim_edit_reruns_claims_only_and_slice_edit_reruns_its_artefact(toy):
     good = summary.read_bytes()
     summary.write_bytes(good.replace(b"\n", b"\n9", 1))  # one flipped row: the checksum no longer matches
     bad = summary.read_bytes()
+    run_config = next((res / "run").glob("e1.*.json"))  # a truncated run config failed every rerun, naming no file
+    run_config.write_text(run_config.read_text()[:40])
     r = snakemake_local(toy, "-n", "--config", "papers=[toy]", timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert f"{summary.relative_to(toy)} is corrupt" in r.stderr
@@ -256,4 +258,5 @@ def test_claim_edit_reruns_claims_only_and_slice_edit_reruns_its_artefact(toy):
     from seqmix import results as layout
 
     assert summary.read_bytes() != bad and layout.find_corrupt([summary]) == []  # made again, checksum and all
+    assert layout.find_corrupt([run_config]) == [] and run_config.with_name(run_config.name + ".corrupt").exists()
     assert "holds" in (res / "claims.csv").read_text()

@@ -170,9 +170,13 @@ def claims_inputs(paper):
 
 
 def outputs_to_verify(paper):
-    """The outputs whose corruption the DAG repairs: what the claims read and every cell's stage markers."""
+    """The outputs whose corruption the DAG repairs: what the claims read, every cell's stage markers, and the
+    run configs (JSON: one that does not parse failed every rerun with an error naming no file)."""
     markers = [str(layout.cell_marker(RESULTS, paper, e, c, s)) for (e, c) in CELLS[paper] for s in stages_of(paper, e)]
-    return claims_inputs(paper) + markers
+    runs = [str(layout.cell_run_path(RESULTS, paper, e, c)) for (e, c) in CELLS[paper]]
+    runs += [str(layout.artefact_run_path(RESULTS, paper, a)) for a in PAPERS[paper].get("artefacts") or {}]
+    runs += [str(layout.claims_run_path(RESULTS, paper))]
+    return claims_inputs(paper) + markers + runs
 
 
 # A summary or marker that fails its checksum (or, a marker, does not parse) is moved aside and its path
