@@ -76,9 +76,13 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
 
     validate_leaves(path, cfg, scale)  # the merged leaves: what each job is given
     fill_series_points(cfg, scale)
+    from .claim_kinds import table_origins, validate_kind
+
+    tables = table_origins(cfg)
     for claim, (where, params) in zip(cfg.get("claims", []), origins):
         try:
             validate_claim(path, where, claim)
+            validate_kind(path, where, claim, tables)
             check_claim_columns(path, where, claim, cfg)
             validate_series(path, where, claim)
             validate_noise(path, where, claim, scale)
