@@ -82,8 +82,8 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
     for claim, (where, params) in zip(cfg.get("claims", []), origins):
         try:
             validate_claim(path, where, claim)
-            validate_kind(path, where, claim, tables)
             check_claim_columns(path, where, claim, cfg)
+            validate_kind(path, where, claim, tables)  # after: the table is one a job writes
             validate_series(path, where, claim)
             validate_noise(path, where, claim, scale)
         except ConfigError as e:
