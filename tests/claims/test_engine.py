@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from seqmix.claims import engine as C
+from seqmix.claims import render as R
 
 SCALE = "cpu"  # in every case's expected_at
 OTHER_SCALE = "tiny"  # in none
@@ -745,6 +746,7 @@ def _four_results(tmp_path) -> list[C.ClaimResult]:
             id="b-differs",
             statement="error | pipes are escaped",
             source="spec-derived",
+            law="Monte Carlo over 10^5 draws",
         ),
         dict(
             make_claim(
@@ -777,8 +779,8 @@ def test_write_claims_csv(tmp_path):
     C.write_claims(results, md, csv_path, "heads", SCALE, commit="abc123")
     df = pd.read_csv(csv_path, keep_default_na=False)
     assert list(df.columns) == [
-        "id", "kind", "source", "by_construction", "secondary", "artefact", "statement", "paper_value", "our_value",
-        "interval", "noise", "check", "scale", "seeds", "seeds_used", "verdict", "detail", "commit",
+        "id", "kind", "source", "by_construction", "secondary", "artefact", "statement", "paper_value", "law",
+        "our_value", "interval", "noise", "check", "scale", "seeds", "seeds_used", "verdict", "detail", "commit",
     ]  # fmt: skip
     assert df["id"].tolist() == ["a-holds", "b-differs", "c-not-expected", "d-not-run"]
     assert df["verdict"].tolist() == [C.HOLDS, C.DIFFERS, C.NOT_EXPECTED, C.NOT_RUN]
@@ -793,6 +795,7 @@ def test_write_claims_csv(tmp_path):
     assert (df["scale"] == SCALE).all() and (df["commit"] == "abc123").all()
     assert df["our_value"].tolist() == ["1.02", "1.02", "1: 3, 2: 2", "—"]
     assert df["paper_value"].tolist() == ["MSE/MSE* in [0.95, 1.10]", "2.0 ± 0.3", "qualitative", "—"]
+    assert df["law"].tolist() == ["", "Monte Carlo over 10^5 draws", "", ""]  # a derived claim's independent law
     assert df["check"].tolist() == [
         "within(lo=0.95 hi=1.1)",
         "within(rtol=0.01)",
@@ -812,10 +815,11 @@ def test_write_claims_markdown(tmp_path):
     a by-construction claim says so, a 'not run' says why in its verdict cell."""
     results = _four_results(tmp_path)
     md, csv_path = tmp_path / "claims.md", tmp_path / "claims.csv"
-    C.write_claims(results, md, csv_path, "heads", SCALE)
+    C.write_claims(results, md, csv_path, "heads", SCALE, data="synthetic stream: 8 topics, first order", device="cpu")
     text = md.read_text()
     lines = text.splitlines()
     assert lines[0] == "# Claims of `heads` at scale `cpu`"
+    assert "Data at `cpu`: synthetic stream: 8 topics, first order. Device: cpu." in lines  # what the scale ran on
     assert (
         "Verdicts: holds: 1, differs: 1, within noise: 0, invalid: 0, not run: 1, not expected at this scale: 1"
         in lines
@@ -842,6 +846,7 @@ def test_write_claims_markdown(tmp_path):
         "within(lo=0.95 hi=1.1): 1.02 in [0.95, 1.1] | **holds** |"
     )
     assert "error \\| pipes are escaped" in rows[1] and rows[1].endswith("| **differs** |")
+    assert "| 2.0 ± 0.3 (law: Monte Carlo over 10^5 draws) |" in rows[1]
     assert rows[2].endswith("| **not expected at this scale** (by construction: zero row sums) |")
     assert "| **not run**: " in rows[3] and "does not exist" in rows[3]
     # every row has the 10 cells of the header (escaped pipes do not split cells)
@@ -857,3 +862,16 @@ def test_write_claims_without_claims_still_has_a_header(tmp_path):
     assert list(df.columns) == COLUMNS and len(df) == 0
     want = "Verdicts: holds: 0, differs: 0, within noise: 0, invalid: 0, not run: 0, not expected at this scale: 0"
     assert want in md.read_text()
+    # no data: in the paper config and no device recorded: said so, never left blank
+    assert f"Data at `tiny`: {R.UNDECLARED}. Device: {R.NO_DEVICE}." in md.read_text()
+
+
+def test_devices_come_from_the_summaries(tmp_path):
+    """The device column the train stage writes: one device, one per experiment, or none recorded."""
+    (tmp_path / "a.csv").write_text("variant,device\nx,cuda\ny,cuda\n")
+    (tmp_path / "b.csv").write_text("variant,device\nx,cpu\n")
+    (tmp_path / "c.csv").write_text("variant,value\nx,1\n")  # an evaluate-only table: no device column
+    a, b, c = (str(tmp_path / f"{n}.csv") for n in "abc")
+    assert R.devices({"e1": a}) == "cuda"
+    assert R.devices({"e1": a, "e2": b, "e3": c, "e4": str(tmp_path / "missing.csv")}) == "cuda (e1), cpu (e2)"
+    assert R.devices({"e3": c}) == R.NO_DEVICE

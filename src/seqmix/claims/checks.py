@@ -52,6 +52,7 @@ class ClaimResult:
     interval: str = ""  # our 95% interval(s), '[lo, hi]'; '' without noise
     seeds_used: str = NO_SEEDS  # the seeds read, e.g. '0, 1, 2'
     secondary: str = ""  # 'of <primary id>: <why>' for an alternative reading (shown, not counted)
+    law: str = ""  # a derived claim's independent law (seqmix.config.claim_kinds)
     estimate: Any = None  # our value with its interval (seqmix.claims.noise.Estimate, or a series of them)
 
 

@@ -21,12 +21,14 @@ SSM at every T": the smallest attention/SSM ratio over T exceeds 1).
 
 Keys of a claim besides its selection and check:
 
-- ``kind``: ``reproduction`` (our measurement against the paper's number or ordering), ``derived`` (our
-  measurement against a law we or the spec derived, said so) or ``consistency`` (an identity, or a formula
-  evaluated against itself: a unit test of the code, never evidence). Default from ``source``: paper ->
-  reproduction, spec-derived -> derived, closed-form -> consistency. Set it where they disagree (e.g. a
-  paper-labelled statement that is an identity is ``kind: consistency``); ``reproduction`` needs
-  ``source: paper`` (seqmix.config.claims.validate_claim).
+- ``kind``: ``reproduction`` (a quantity our experiment measured against the paper's own number or
+  relation), ``derived`` (our numerics against a law obtained apart from the formula our code implements: a
+  theorem or number of the paper, a Monte Carlo, a bound evaluated independently) or ``consistency`` (an
+  identity, or a formula against itself or the spec's evaluation of it: a unit test of the code, never
+  evidence). Default from ``source``: paper -> reproduction, spec-derived -> derived, closed-form ->
+  consistency. The loader enforces the policy (seqmix.config.claim_kinds): ``reproduction`` needs ``source:
+  paper`` and a measured value; a ``derived`` claim on a code evaluation names its ``law:`` (shown beside the
+  paper value in claims.md, and in claims.csv's law column); ``law:`` on any other kind is refused.
 - ``by_construction: "<reason>"``: the claim holds for any data of the right shape (e.g. a ratio fixed by
   zero row sums); it is still checked, but shown as "holds (by construction: <reason>)" and counted apart,
   never as evidence.
@@ -179,6 +181,7 @@ def evaluate_claim(claim: dict, results_dir: Path, scale: str) -> ClaimResult:
         kind=claim_kind(claim),
         by_construction=claim.get("by_construction") or "",
         secondary=_secondary_text(claim),
+        law=claim.get("law") or "",
     )
     sel, declared = claim["ours"], claim.get("seeds")
     reading = None

@@ -22,6 +22,7 @@ COLUMNS = (
     "artefact",
     "statement",
     "paper_value",
+    "law",
     "our_value",
     "interval",
     "noise",
@@ -42,10 +43,30 @@ NOISE_TEXT = (
     "its opposite, counted apart. Secondary readings of a quantity another claim reads are shown, not counted."
 )
 KIND_TEXT = {
-    "reproduction": "our measurement against the paper's number or ordering",
-    "derived": "our measurement against a law we or the spec derived (not the paper's number)",
-    "consistency": "an identity or a formula against itself: a unit test of the code, not evidence",
+    "reproduction": "a quantity our experiment measured against the paper's own number or relation",
+    "derived": "our numerics against a law obtained apart from the formula our code implements (its law named)",
+    "consistency": "an identity, or a formula against itself or the spec's evaluation of it: a unit test, not evidence",
 }
+UNDECLARED = "not declared (no data: in the paper's config)"
+NO_DEVICE = "see run metadata (no device column in the summaries)"
+
+
+def devices(summaries: dict[str, str]) -> str:
+    """The devices the experiments' summaries record (the train stage's ``device`` column), e.g. 'cpu' or
+    'cuda (e1), cpu (e2)'; NO_DEVICE where no summary has one."""
+    found = {}
+    for exp, path in summaries.items():
+        try:
+            df = pd.read_csv(path, usecols=lambda c: c == "device", keep_default_na=False)
+        except (FileNotFoundError, pd.errors.EmptyDataError, ValueError):
+            continue
+        if "device" in df.columns and len(df):
+            found[exp] = ", ".join(sorted(set(df["device"].astype(str))))
+    if not found:
+        return NO_DEVICE
+    if len(set(found.values())) == 1:
+        return next(iter(found.values()))
+    return ", ".join(f"{d} ({e})" for e, d in found.items())
 
 
 def _fmt(v: Any) -> str:
@@ -81,6 +102,7 @@ def to_frame(results: list[ClaimResult], scale: str, commit: str = "unknown") ->
             "artefact": r.artefact,
             "statement": r.statement,
             "paper_value": _fmt(r.reported),
+            "law": r.law,
             "our_value": _fmt_ours(r),
             "interval": r.interval,
             "noise": r.noise,
@@ -146,8 +168,18 @@ def _seeds_cell(r: pd.Series) -> str:
 
 
 def write_claims(
-    results: list[ClaimResult], md_path: Path, csv_path: Path, paper: str, scale: str, commit: str = "unknown"
+    results: list[ClaimResult],
+    md_path: Path,
+    csv_path: Path,
+    paper: str,
+    scale: str,
+    commit: str = "unknown",
+    data: str = "",
+    device: str = NO_DEVICE,
 ) -> None:
+    """claims.csv and claims.md; the md's header names the data law or substitute the scale ran on (the paper
+    config's ``data:``), the device the summaries record, and each row the paper's own relation (paper value)
+    or, for a derived claim, the law it is compared with."""
     df = to_frame(results, scale, commit)
     write_text(csv_path, df.to_csv(index=False))
     counted = primary(df)
@@ -159,6 +191,8 @@ def write_claims(
         f"Commit `{commit}`. Each row: a number or statement (source: the paper itself, a value the spec derived "
         "(never the paper's), or a closed-form identity), our value, the seeds it had of those it needs, the check "
         "and its verdict. Kinds: " + "; ".join(f"**{k}**: {t}" for k, t in KIND_TEXT.items()) + ". " + NOISE_TEXT,
+        "",
+        f"Data at `{scale}`: {data or UNDECLARED}. Device: {device}.",
         "",
         "Verdicts: "
         + ", ".join(f"{k}: {v}" for k, v in totals.items())
@@ -179,7 +213,7 @@ def write_claims(
                 r["source"],
                 r["artefact"],
                 r["statement"],
-                r["paper_value"],
+                f"{r['paper_value']} (law: {r['law']})" if r["law"] else r["paper_value"],
                 r["our_value"],
                 r["noise"],
                 _seeds_cell(r),

@@ -91,8 +91,17 @@ def cmd_claims(args):
     from ..tracking.runs import git_commit
 
     results = claims.evaluate_claims(spec["claims"], Path(spec["paper_dir"]), spec["scale"])
+    from ..claims.render import devices
+
     claims.write_claims(
-        results, Path(args.out_md), Path(args.out_csv), spec["paper"], spec["scale"], git_commit() or "unknown"
+        results,
+        Path(args.out_md),
+        Path(args.out_csv),
+        spec["paper"],
+        spec["scale"],
+        git_commit() or "unknown",
+        data=spec.get("data") or "",
+        device=devices(spec["inputs"]["summaries"]),
     )
     if args.out_html:
         from ..report.html import write_table_html

@@ -165,6 +165,7 @@ def claims_spec(paper: str, paper_cfg: dict, scale: str, results: str | Path, tr
         "results": str(results),
         "tracking": tracking,
         "claims": paper_cfg.get("claims") or [],
+        "data": (paper_cfg.get("data") or {}).get(scale, ""),  # the data law the scale ran on (claims.md header)
         "inputs": {
             "summaries": {e: str(layout.summary_path(root, paper, e)) for e in paper_cfg["experiments"]},
             "artefacts": {

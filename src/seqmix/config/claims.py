@@ -47,9 +47,9 @@ def in_member(err: ConfigError, params: str) -> ConfigError:
 
 def validate_claim(path: Path, where: str, claim: dict) -> None:
     """What the schema cannot say about a claim, and the claims engine would otherwise find only after
-    every job has run: series checks need a series (``ours.over``), scalar checks a scalar, a
-    ``within`` check without lo/hi/target compares to the reported value, which must then be a number, and
-    a ``kind: reproduction`` claim is the paper's (``source: paper``)."""
+    every job has run: series checks need a series (``ours.over``), scalar checks a scalar, and a
+    ``within`` check without lo/hi/target compares to the reported value, which must then be a number. The kind
+    policy is seqmix.config.claim_kinds.validate_kind."""
     kind, over, reduce = claim["check"]["kind"], claim["ours"].get("over"), claim["ours"].get("reduce")
     if kind in ("ordering", "slope") and not over:
         raise ConfigError(path, f"{where}.ours.over", f"check kind {kind!r} needs a series: set ours.over to a column")
@@ -63,13 +63,6 @@ def validate_claim(path: Path, where: str, claim: dict) -> None:
         )
     if reduce and not over:
         raise ConfigError(path, f"{where}.ours.reduce", "ours.reduce needs a series: set ours.over to a column")
-    if claim.get("kind") == "reproduction" and claim["source"] != "paper":
-        raise ConfigError(
-            path,
-            f"{where}.kind",
-            f"kind 'reproduction' compares with the paper's own number or relation, so it needs source: paper "
-            f"(source is {claim['source']!r}; a value we or the spec derived is kind: derived)",
-        )
     if kind == "within" and not {"lo", "hi", "target"} & set(claim["check"]):
         rep = claim.get("reported")
         rep = rep[0] if isinstance(rep, list) and rep else rep

@@ -76,10 +76,14 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
 
     validate_leaves(path, cfg, scale)  # the merged leaves: what each job is given
     fill_series_points(cfg, scale)
+    from .claim_kinds import table_origins, validate_kind
+
+    tables = table_origins(cfg)
     for claim, (where, params) in zip(cfg.get("claims", []), origins):
         try:
             validate_claim(path, where, claim)
             check_claim_columns(path, where, claim, cfg)
+            validate_kind(path, where, claim, tables)  # after: the table is one a job writes
             validate_series(path, where, claim)
             validate_noise(path, where, claim, scale)
         except ConfigError as e:

@@ -10,14 +10,16 @@ Table 3 is static (the ``tables:`` block); Table 4 is rendered from the resolved
 
 from __future__ import annotations
 
+import inspect
 import re
 from pathlib import Path
 
 import pandas as pd
 
+from ... import registry
 from ...report.stats import mean_std
 from ...report.tables import write_static_table, write_table
-from ...tasks.rotations_data import ENGLISH, OPENWEBTEXT, SYNTHETIC
+from ...tasks.rotations_data import ENGLISH, OPENWEBTEXT, SYNTHETIC, SYNTHETIC_LAW
 from .extrapolation import EXPERIMENT, MODELS, frame
 
 NOT_REPORTED = "not reported"
@@ -29,10 +31,24 @@ SOURCES = {
 _CLAIM = re.compile(r"^table[12]-(m\d)-ratio-(\d+)x$")
 
 
+def stream_law(task: dict) -> str:
+    """The synthetic stream's law (vocab, topics, Markov order, successor-table rows) of a resolved task config,
+    the task's defaults filled in: the scales differ in it (cpu: 8 topics, first order, own rows)."""
+    params = inspect.signature(registry.get("task", task["name"])).parameters
+    law = {k: task.get(k, params[k].default) for k in SYNTHETIC_LAW}
+    return f"vocab {law['vocab']}, {law['topics']} topics, order {law['order']}, {law['contexts']} contexts"
+
+
+def dataset(task: dict) -> str:
+    """The corpus of one resolved task config; the synthetic stream with its law."""
+    source = task.get("source", "synthetic")
+    return f"{SOURCES[source]} ({stream_law(task)})" if source == "synthetic" else SOURCES[source]
+
+
 def data_source(spec: dict) -> str:
-    """The corpus e1 trained on, from the resolved configs (one for every variant)."""
-    sources = {cfg["task"].get("source", "synthetic") for cfg in spec["resolved"][EXPERIMENT].values()}
-    return "mixed data: " + "/".join(sorted(sources)) if len(sources) != 1 else SOURCES[sources.pop()]
+    """The corpus e1 trained on, from the resolved configs (one for every variant), with the stream's law."""
+    names = {dataset(cfg["task"]) for cfg in spec["resolved"][EXPERIMENT].values()}
+    return "mixed data: " + " / ".join(sorted(names)) if len(names) != 1 else names.pop()
 
 
 def quoted_ratios(spec: dict) -> dict[tuple[str, int], float]:
@@ -154,7 +170,7 @@ def _block(c: dict) -> str:
 
 POSITIONAL = "per variant: rope, rope+V, so2_random, so2_random+V, so2_learned, so2_learned+V, alibi"
 ITEMS = [
-    ("Dataset", lambda c: SOURCES[c["task"].get("source", "synthetic")], "P (OpenWebText, one stream)"),
+    ("Dataset", lambda c: dataset(c["task"]), "P (OpenWebText, one stream)"),
     ("Vocabulary", _vocab, "R (32,000 BPE)"),
     ("Train context", lambda c: str(c["task"]["context"]), "P (512)"),
     ("Eval lengths", _lengths, "P (max 65,536), R (grid)"),
