@@ -159,7 +159,7 @@ def test_tables_figures_claims_are_report_items():
     from seqmix.config.base import load_yaml
 
     text = (ROOT / "workflow" / "rules" / "artefacts.smk").read_text()
-    assert 'report(path, caption="../report/artefact.rst"' in text and 'caption=_decl["caption"]' in text
+    assert 'report(path, caption="../report/artefact.rst"' in text and 'caption=rst_text(_decl["caption"])' in text
     assert "if Path(o).name in _shown" in text and "html=[_report_item(str(_html), _paper, _decl)]" in text
     stages = (ROOT / "workflow" / "rules" / "stages.smk").read_text()
     assert re.search(r'html=report\(\s*str\(layout.claims_html_path\(RESULTS, "\{paper\}"\)\),\s*category', stages)

@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     sp.add_argument("--paper", required=True, help="the paper id")
     sp.add_argument("--out", help="the archive directory (default: docs/measured/<paper>/<scale>)")
     sp.add_argument("--device", help="what the run ran on (default: this machine's CPU and core count)")
-    sp.add_argument("--data", required=True, help="the data the run read: real dataset, substitute, generator law")
+    sp.add_argument("--data", help="the data the run read (default: the paper config's data: entry for the scale)")
     sp.add_argument("--root", default=".", help="the repository root (config/papers/<paper>.yaml)")
     sp = command(
         sub,
@@ -123,7 +123,7 @@ def cmd_claims_summary(args):
     print(f"{args.out}: {len(table)} rows from {table['paper'].nunique()} papers")
 
 
-def _paper_claims(root: str, paper: str, scale: str) -> list[dict]:
+def _paper_config(root: str, paper: str, scale: str) -> dict:
     from ..config.base import ConfigError
     from ..config.loading import load_paper
 
@@ -131,7 +131,7 @@ def _paper_claims(root: str, paper: str, scale: str) -> list[dict]:
     if not path.exists():
         raise SystemExit(f"{path}: no such paper config (papers: config/papers/*.yaml)")
     try:
-        return load_paper(path, scale)["claims"] or []
+        return load_paper(path, scale)
     except ConfigError as e:
         raise SystemExit(f"config error: {e}") from None
 
@@ -150,7 +150,13 @@ def cmd_archive(args):
     results = Path(args.results)
     scale = results.name
     out = Path(args.out or Path(args.root) / "docs" / "measured" / args.paper / scale)
-    claims = _paper_claims(args.root, args.paper, scale)
+    cfg = _paper_config(args.root, args.paper, scale)
+    claims = cfg["claims"] or []
+    data = args.data or (cfg.get("data") or {}).get(scale)
+    if not data:
+        raise SystemExit(
+            f"say what data the run read: --data '...' (config/papers/{args.paper}.yaml has no data.{scale})"
+        )
     command = f"python -m seqmix archive --results {args.results} --paper {args.paper}"
     try:
         meta = archive.make_archive(
@@ -160,7 +166,7 @@ def cmd_archive(args):
             paper=args.paper,
             scale=scale,
             device=args.device or _this_machine(),
-            data=args.data,
+            data=data,
             command=command,
         )
     except FileNotFoundError as e:
@@ -182,7 +188,7 @@ def cmd_claims_export(args):
             meta = archive.read_meta(d)
         except FileNotFoundError as e:
             raise SystemExit(str(e)) from None
-        n = archive.judge_archive(d, _paper_claims(args.root, meta["paper"], meta["scale"]))
+        n = archive.judge_archive(d, _paper_config(args.root, meta["paper"], meta["scale"])["claims"] or [])
         print(f"{d}: {n} claims of {meta['paper']} at {meta['scale']}")
 
 

@@ -67,7 +67,7 @@ class CopyMe(Task):
         test_size: PosInt = 2048,
         data_seed: NonNegInt = 0,
         target: Annotated[
-            Literal["normalised", "raw"], Opt(description="|u1| / sigma1 (spec §5 item 10) or |u1| (the paper's)")
+            Literal["normalised", "raw"], Opt(description="|u1| / sigma1 (b2s6 spec §5 item 10) or |u1| (the paper's)")
         ] = "normalised",
         dtype: torch.dtype = torch.float32,
     ):
