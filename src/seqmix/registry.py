@@ -172,6 +172,21 @@ def paper_dir(paper: str):
     return Path(locations[0]) if locations else None
 
 
+def import_papers(papers: list[str]) -> None:
+    """Import every module of these papers' packages (their artefacts, theory, analyses): what the warm worker
+    (seqmix.pipeline.warm) loads once instead of in every artefact job; the 74 in-tree modules take 0.15 s."""
+    import pkgutil
+
+    for paper in papers:
+        package = paper_module(paper)
+        where = paper_dir(paper)
+        if where is None:
+            continue
+        importlib.import_module(package)
+        for info in pkgutil.walk_packages([str(where)], package + "."):
+            importlib.import_module(info.name)
+
+
 def artefact_function(paper: str, name: str) -> Callable:
     """``<paper package>.ARTEFACTS[name]``, an artefact's ``fn(spec, out)``; LookupError naming what exists."""
     module_name = paper_module(paper)

@@ -240,6 +240,9 @@ def serve(path: str, parent: int) -> None:
 
         registry.load_all()
         store.preload()
+        from seqmix.config.loading import discover_papers
+
+        registry.import_papers(discover_papers("."))
         refusal = f"{_python_threads()} Python threads after the imports" if _python_threads() != 1 else ""
     except Exception as e:  # any failure here means: no warm worker, every job runs cold
         refusal = f"the imports failed ({type(e).__name__}: {e})"
