@@ -24,16 +24,19 @@ def test_progress_reports_each_leaf_state(tmp_path, capsys):
     write_json(root / "e1" / "trained" / "train.done.json", {"hash": "h-trained"})
     torch.save({"step": 40, "config_hash": "h-running"}, root / "e1" / "running" / "checkpoint.pt")
     torch.save({"step": 40, "config_hash": "another"}, root / "e1" / "stale" / "checkpoint.pt")
-    main(["progress", "--results", str(tmp_path / "results"), "--paper", "p", "--metrics", "cos_z1,missing"])
+    main(["progress", "--results", str(tmp_path / "results"), "--paper", "p", "--metrics", "cos_z1,acc"])
     out = capsys.readouterr().out.splitlines()
     cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in out]
-    assert cells[0] == ["leaf", "status", "cos_z1", "missing"]  # a markdown table (pandas + tabulate)
+    assert cells[0] == ["leaf", "status", "cos_z1", "acc"]  # a markdown table (pandas + tabulate)
     rows = {c[0]: c[1:] for c in cells[2:]}
-    assert rows["done/-/seed1"] == ["evaluated", "0.9123", "—"]
+    assert rows["done/-/seed1"] == ["evaluated", "0.9123", "1"]
     assert rows["trained/-/seed1"] == ["trained", "", ""]
     assert rows["running/-/seed1"] == ["training: step 40/100", "", ""]
     assert rows["stale/-/seed1"] == ["stale checkpoint", "", ""]
     assert rows["fresh/-/seed1"] == ["not started", "", ""]
+    # a metric no evaluated leaf has is a typo, named (before: a column of dashes)
+    with pytest.raises(SystemExit, match=r"unknown metric 'cos_z': the evaluated leaves have acc, cos_z1; did"):
+        main(["progress", "--results", str(tmp_path / "results"), "--paper", "p", "--metrics", "cos_z"])
 
 
 def test_progress_without_run_configs_says_so(tmp_path):

@@ -54,8 +54,8 @@ def cmd_where(args):
         print(f"  browse runs: {ui_command(results)}")
 
 
-def _leaf_status(leaf: dict, metrics: list[str]) -> tuple[str, list[str]]:
-    """(status, metric cells) of one leaf from the files its stages wrote."""
+def _leaf_status(leaf: dict, metrics: list[str]) -> tuple[str, list[str], set[str]]:
+    """(status, metric cells, the metric names it has) of one leaf from the files its stages wrote."""
     import torch
 
     from ..io import read_json
@@ -65,17 +65,18 @@ def _leaf_status(leaf: dict, metrics: list[str]) -> tuple[str, list[str]]:
     steps = (leaf["config"].get("train") or {}).get("steps")
     if is_done(leaf_marker(out, "evaluate"), h):
         got = read_json(leaf_marker(out, "evaluate"))["metrics"]
-        return "evaluated", [f"{got[m]:.4g}" if isinstance(got.get(m), (int, float)) else "—" for m in metrics]
+        cells = [f"{got[m]:.4g}" if isinstance(got.get(m), (int, float)) else "—" for m in metrics]
+        return "evaluated", cells, set(got)
     if is_done(leaf_marker(out, "train"), h):
-        return "trained", [""] * len(metrics)
+        return "trained", [""] * len(metrics), set()
     if (out / "checkpoint.pt").exists():
         try:
             ck = torch.load(out / "checkpoint.pt", weights_only=True, map_location="cpu")
         except Exception:  # a damaged file raises many kinds; training discards it at resume
-            return "damaged checkpoint", [""] * len(metrics)
+            return "damaged checkpoint", [""] * len(metrics), set()
         status = f"training: step {ck['step']}/{steps}" if ck.get("config_hash") == h else "stale checkpoint"
-        return status, [""] * len(metrics)
-    return "not started", [""] * len(metrics)
+        return status, [""] * len(metrics), set()
+    return "not started", [""] * len(metrics), set()
 
 
 def _check_names(results: Path, paper: str, experiment: str | None) -> None:
@@ -112,9 +113,17 @@ def cmd_progress(args):
         where = paper_dir(root, args.paper) / "run"
         raise SystemExit(f"no run configs under {where} (has the DAG written them yet?)")
     metrics = [m for m in (args.metrics or "").split(",") if m]
-    rows = []
+    rows, seen = [], set()
     for cell in cells:
         for leaf in read_json(cell)["leaves"]:
-            status, values = _leaf_status(leaf, metrics)
+            status, values, names = _leaf_status(leaf, metrics)
+            seen |= names
             rows.append({"leaf": leaf["id"], "status": status, **dict(zip(metrics, values))})
+    unknown = [m for m in metrics if m not in seen]
+    if seen and unknown:  # no evaluated leaf has it: a typo, not a value still to come
+        import difflib
+
+        near = difflib.get_close_matches(unknown[0], sorted(seen), n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        raise SystemExit(f"unknown metric {unknown[0]!r}: the evaluated leaves have {', '.join(sorted(seen))}{hint}")
     print(markdown(rows))
