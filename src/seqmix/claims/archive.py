@@ -110,6 +110,8 @@ def judge_archive(archive: Path, claims: list[dict], md: Path | None = None, csv
     archive = Path(archive)
     meta = read_meta(archive)
     results = evaluate_claims(claims, archive, meta["scale"])
+    for r in results:  # details name tables relative to the archive, so the docs do not depend on where it lies
+        r.detail = r.detail.replace(f"{archive.as_posix()}/", "")
     md = md or archive / "claims.md"
     csv = csv or archive / "claims.csv"
     write_claims(
