@@ -127,6 +127,18 @@ def test_report_index_leads_with_reproduction_counts(tmp_path):
     assert lines[i + 1 : i + 3] == ["  - reproduction (paper): differs: 1", "  - consistency (closed-form): holds: 1"]
 
 
+def test_report_index_of_a_one_paper_run_keeps_the_other_papers(tmp_path):
+    """A `papers=[alpha]` run rewrote the scale's report.md with alpha only, dropping beta's earlier results."""
+    from seqmix.report.index import write_index
+
+    results = tmp_path / "results"
+    _write(results, "alpha", [_row("a", "paper", C.HOLDS)])
+    _write(results, "beta", [_row("b", "paper", C.DIFFERS)])
+    write_index(results, ["alpha"], "tiny", results / "report.md")
+    text = (results / "report.md").read_text()
+    assert "## alpha" in text and "## beta" in text and "- claims: [beta/claims.md]" in text
+
+
 def test_readme_counts_come_from_the_generated_file(root):
     """The README shows no hand-written claim counts (they went stale: '84 hold, 21 differ', '195 claims'):
     it points at docs/measured/claims_counts.md, which claims-summary generated (its marker and table)."""

@@ -12,6 +12,7 @@ one claim re-runs only the claims step. Declaration (see workflow/schemas/paper.
           summaries: [exp2]                # <paper>/<exp>/summary.csv
           leaves: {exp1: "k4-*"}           # the final-stage markers of the cells matching the glob
           configs: [exp1]                  # resolved configs only: no wait for any result
+          config_keys: [task]              # only these sections of the configs (default: all)
           scale_configs: {paper: [exp1]}   # configs resolved at a named scale (spec resolved_at)
           artefacts: [theory]              # the declared outputs of other artefacts of the paper
         writes: [figure4.png, figure4.pdf]
@@ -113,9 +114,10 @@ def analysis_slice(paper_cfg: dict, keys: list[str], scale: str) -> dict:
     return {k: resolve_analysis(blocks[0][k] if k in blocks[0] else blocks[1][k], scale) for k in keys}
 
 
-def _resolved(exp: dict, scale: str) -> dict:
-    """{variant: its config at ``scale``} for the variants that scale runs."""
-    return {v: leaf_config(exp, v, scale) for v in scale_variants(exp, scale)}
+def _resolved(exp: dict, scale: str, keys: list[str] | None = None) -> dict:
+    """{variant: its config at ``scale``} for the variants that scale runs; with ``keys``, only those sections."""
+    out = {v: leaf_config(exp, v, scale) for v in scale_variants(exp, scale)}
+    return out if keys is None else {v: {k: cfg[k] for k in keys if k in cfg} for v, cfg in out.items()}
 
 
 def artefact_spec(paper: str, paper_cfg: dict, name: str, scale: str, results: str | Path, cells: dict) -> dict:
@@ -129,8 +131,11 @@ def artefact_spec(paper: str, paper_cfg: dict, name: str, scale: str, results: s
         ]
     experiments = [*(reads.get("summaries") or []), *(reads.get("leaves") or {}), *(reads.get("configs") or [])]
     exps = paper_cfg["experiments"]
-    resolved = {e: _resolved(exps[e], scale) for e in dict.fromkeys(experiments)}
-    resolved_at = {s: {e: _resolved(exps[e], s) for e in es} for s, es in (reads.get("scale_configs") or {}).items()}
+    keys = reads.get("config_keys")  # only these sections: what the artefact reads is all its spec holds
+    resolved = {e: _resolved(exps[e], scale, keys) for e in dict.fromkeys(experiments)}
+    resolved_at = {
+        s: {e: _resolved(exps[e], s, keys) for e in es} for s, es in (reads.get("scale_configs") or {}).items()
+    }
     claims = {c["id"]: c.get("reported") for c in paper_cfg.get("claims") or []}
     return {
         "paper": paper,

@@ -12,6 +12,10 @@ from ..io import write_text
 
 
 def write_index(results: Path, papers: list[str], scale: str, out: Path) -> None:
+    """The index of ``papers`` (this run's) and of every other paper whose claims are under ``results`` (an
+    earlier run's: a ``papers=[x]`` run must not drop them from the scale's index)."""
+    present = sorted(d.name for d in Path(results).iterdir() if layout.claims_paths(results, d.name)[1].exists())
+    papers = sorted(set(papers) | set(present))
     lines = [f"# seqmix results (scale `{scale}`)", ""]
     for p in papers:
         lines += [f"## {p}", ""]

@@ -287,6 +287,14 @@ def test_hyperparameter_change_reruns_only_its_cells(heads_copy):
         dry = smk(work, "-n")
         assert dry.returncode == 0, dry.stderr[-3000:]
         out = dry.stdout + dry.stderr
+        table = out.split("Job stats:", 1)[1].split("total", 1)[0]
+        jobs = {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)\s*$", table, flags=re.M)}
+        # exactly what reads k4's results; the closed-form theory artefacts (config_keys: [task]) stay put
+        assert jobs == {
+            "run_config": 1, "train": 1, "evaluate": 1, "collect": 1, "artefact_run_config": 2,
+            "heads_spectrum": 1, "heads_figure3_left": 1, "heads_figure3_right": 1,
+            "claims": 1, "report_index": 1, "all": 1,
+        }, jobs  # fmt: skip
         trained = set(re.findall(r"rule train:\n(?:.*\n)*?\s+wildcards: paper=heads, experiment=exp1, cell=(\S+)", out))
         assert trained == {"k4-0"}, trained
         before = {
