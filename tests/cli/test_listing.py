@@ -61,7 +61,7 @@ def test_cells_differ_between_scales(capsys):
 
 @pytest.mark.parametrize("what, kind", [("mixers", "mixer"), ("tasks", "task"), ("models", "model")])
 def test_components_with_their_options(capsys, what, kind):
-    rows = {r[kind]: r for r in _list(capsys, what)}
+    rows = {r[kind]: r for r in _list(capsys, what, "--long")}
     assert sorted(rows) == registry.names(kind)
     if kind == "mixer":
         assert "heads: integer >= 1 = 4" in rows["mha"]["options"]
@@ -70,6 +70,25 @@ def test_components_with_their_options(capsys, what, kind):
         assert rows["bidirectional"]["options"] == "mixer: a mixer {name, options} (required)"
     if kind == "task":
         assert "k: integer >= 2 (required)" in rows["rotation_teacher"]["options"]
+
+
+@pytest.mark.parametrize("what, kind", [("mixers", "mixer"), ("tasks", "task"), ("models", "model")])
+def test_short_rows_fit_a_terminal(capsys, what, kind):
+    """Rows were up to 545 characters; the short form names the options and points at --long."""
+    main(["list", what, "--root", str(ROOT)])
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= 160, max(lines, key=len)
+    rows = {r[kind]: r for r in _table("\n".join(lines))}
+    assert sorted(rows) == registry.names(kind)
+    if kind == "mixer":
+        assert rows["mha"]["options (* required)"].startswith("heads")
+        assert rows["bidirectional"]["options (* required)"] == "mixer*"
+        assert "more: --long)" in rows["alibi"]["options (* required)"]
+
+
+def test_unknown_paper_is_named_with_the_known_ones():
+    with pytest.raises(SystemExit, match=r"unknown paper 'haeds' \(papers: b2s6, heads, .*did you mean 'heads'"):
+        main(["list", "experiments", "--paper", "haeds", "--root", str(ROOT)])
 
 
 def test_describe_option():
@@ -81,6 +100,6 @@ def test_describe_option():
     )
 
 
-def test_unknown_paper_is_a_config_error(capsys):
-    with pytest.raises(SystemExit, match="config error: .*no_such_paper.yaml"):
+def test_unknown_paper_is_an_error(capsys):
+    with pytest.raises(SystemExit, match="unknown paper 'no_such_paper'"):
         main(["list", "experiments", "--paper", "no_such_paper", "--root", str(ROOT)])

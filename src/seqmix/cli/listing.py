@@ -25,7 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     sp.add_argument("--root", default=".", help="the repository root (config/ lives there)")
     sp.add_argument("--config", default="config/config.yaml", help="the global config (its scale is the default)")
     sp.add_argument("--scale", choices=("tiny", "cpu", "paper"), help="count experiments' cells at this scale")
-    sp.add_argument("--paper", help="experiments of this paper only")
+    sp.add_argument("--paper", help="experiments of this paper only, e.g. --paper heads")
+    sp.add_argument("--long", action="store_true", help="mixers/tasks/models: every option with type, bounds, default")
     sp = sub.add_parser("validate", help="validate the configs (what the Snakefile does before any job)")
     sp.set_defaults(fn=cmd_validate)
     sp.add_argument("--config", default="config/config.yaml", help="the global config")
@@ -77,7 +78,14 @@ def _scale(args) -> str:
 def _papers(args) -> dict[str, dict]:
     from ..config.loading import discover_papers, load_paper
 
-    chosen = [args.paper] if getattr(args, "paper", None) else discover_papers(args.root)
+    known = discover_papers(args.root)
+    if getattr(args, "paper", None) and args.paper not in known:
+        import difflib
+
+        near = difflib.get_close_matches(args.paper, known, n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        raise SystemExit(f"unknown paper {args.paper!r} (papers: {', '.join(known)}){hint}")
+    chosen = [args.paper] if getattr(args, "paper", None) else known
     return {p: load_paper(Path(args.root) / "config" / "papers" / f"{p}.yaml", _scale(args)) for p in chosen}
 
 
@@ -117,7 +125,12 @@ def experiments_table(args) -> list[dict]:
     return rows
 
 
-def components_table(kind: str) -> list[dict]:
+SHORT_OPTIONS = 70  # characters of option names a short row shows (a terminal's width with the other columns)
+
+
+def components_table(kind: str, long: bool = False) -> list[dict]:
+    """One row per registered ``kind``: its name, module and options. Short rows name the options (required
+    ones starred) and cut the list at SHORT_OPTIONS characters; ``long`` gives each with type, bounds, default."""
     from .. import registry
     from ..options import component_options, options_schema
 
@@ -126,9 +139,21 @@ def components_table(kind: str) -> list[dict]:
         cls = registry.get(kind, name)
         schema, inner = options_schema(cls), component_options(cls)
         required = set(schema.get("required", []))
-        options = [describe_option(o, s, o in required, inner.get(o)) for o, s in schema["properties"].items()]
         preset_of = cls.__mro__[1] if "fixed_options" in cls.__dict__ else cls  # mixers.base.register_preset
-        rows.append({kind: name, "from": preset_of.__module__, "options": "; ".join(options) or "(none)"})
+        if long:
+            options = [describe_option(o, s, o in required, inner.get(o)) for o, s in schema["properties"].items()]
+            rows.append({kind: name, "from": preset_of.__module__, "options": "; ".join(options) or "(none)"})
+            continue
+        names = [f"{o}*" if o in required else o for o in schema["properties"]]
+        text, shown = "", 0
+        for n in names:
+            if len(text) + len(n) + 2 > SHORT_OPTIONS:
+                break
+            text, shown = (f"{text}, {n}" if text else n), shown + 1
+        if shown < len(names):
+            text += f", ... ({len(names) - shown} more: --long)"
+        module = preset_of.__module__.removeprefix("seqmix.")
+        rows.append({kind: name, "from": module, "options (* required)": text or "(none)"})
     return rows
 
 
@@ -159,7 +184,7 @@ def _type_of(schema: dict) -> str:
 TABLES = {
     "papers": papers_table,
     "experiments": experiments_table,
-    "mixers": lambda args: components_table("mixer"),
-    "tasks": lambda args: components_table("task"),
-    "models": lambda args: components_table("model"),
+    "mixers": lambda args: components_table("mixer", args.long),
+    "tasks": lambda args: components_table("task", args.long),
+    "models": lambda args: components_table("model", args.long),
 }
