@@ -69,3 +69,17 @@ def test_where_prints_an_mlflow_command_that_runs_as_printed(tmp_path, capsys):
     assert Path(exe).resolve() == (Path(sys.executable).parent / "mlflow").resolve() and Path(exe).exists()
     assert rest[:3] == ["ui", "--backend-store-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"]
     assert rest[3:] == ["--artifacts-destination", str(tmp_path / ".mlflow" / "artifacts")]
+
+
+def test_ui_runs_the_venvs_mlflow_on_the_store(tmp_path, capsys):
+    import sys
+    from pathlib import Path
+
+    with pytest.raises(SystemExit, match="mlflow.db does not exist: run the DAG first"):
+        main(["ui", "--results", str(tmp_path), "--print"])
+    (tmp_path / "mlflow.db").write_bytes(b"")
+    main(["ui", "--results", str(tmp_path), "--port", "5077", "--print"])
+    exe, *rest = capsys.readouterr().out.split()
+    assert Path(exe).resolve() == (Path(sys.executable).parent / "mlflow").resolve()
+    assert rest == ["ui", "--backend-store-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
+                    "--artifacts-destination", str(tmp_path / ".mlflow" / "artifacts"), "--port", "5077"]  # fmt: skip

@@ -1,4 +1,4 @@
-"""`seqmix where` and `seqmix progress`: what a run has left behind, read from the files its stages wrote
+"""`seqmix where`, `seqmix progress` and `seqmix ui`: what a run has left behind, read from the files its stages wrote
 (``seqmix.results`` owns the layout), for people watching or browsing a run."""
 
 from __future__ import annotations
@@ -21,7 +21,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     sp.add_argument("--scale", choices=SCALES, default="tiny")
     sp.add_argument("--paper", required=True)
     sp.add_argument("--experiment", help="one experiment (default: all)")
-    sp.add_argument("--metrics", help="comma-separated metric names to show for evaluated leaves")
+    sp.add_argument("--metrics", help="comma-separated metric names to show for evaluated leaves, e.g. acc,loss")
+    sp = sub.add_parser("ui", help="open the MLflow UI on the results' store (the venv's mlflow, artifacts included)")
+    sp.set_defaults(fn=cmd_ui)
+    sp.add_argument("--results", default="results", help="the results root holding mlflow.db (default: results)")
+    sp.add_argument("--port", type=int, default=5000, help="the port it serves on (default: 5000)")
+    sp.add_argument("--print", action="store_true", help="print the command instead of running it")
 
 
 def cmd_where(args):
@@ -52,6 +57,23 @@ def cmd_where(args):
         from ..tracking.store import ui_command
 
         print(f"  browse runs: {ui_command(results)}")
+
+
+def cmd_ui(args):
+    """``mlflow ui`` on the embedded store with its artifacts destination, as `seqmix where` prints it."""
+    import os
+    import shlex
+
+    from ..tracking.store import ui_command
+
+    results = Path(args.results)
+    if not (results / "mlflow.db").exists():
+        raise SystemExit(f"{results / 'mlflow.db'} does not exist: run the DAG first (make reproduce)")
+    argv = [*shlex.split(ui_command(results)), "--port", str(args.port)]
+    if args.print:
+        print(shlex.join(argv))
+        return
+    os.execv(argv[0], argv)
 
 
 def _leaf_status(leaf: dict, metrics: list[str]) -> tuple[str, list[str], set[str]]:
