@@ -47,3 +47,33 @@ def test_no_bar_when_not_wanted(tmp_path, monkeypatch, capsys):
     cfg = leaf_cfg(steps=10, log_every=5, checkpoint_every=10)
     train(cfg, tmp_path, config_hash(cfg))
     assert "step/s" not in capsys.readouterr().err and "it/s" not in capsys.readouterr().err
+
+
+def test_bar_names_the_leaf_and_logs_go_above_it(tmp_path, monkeypatch, capsys):
+    """The bar was labelled 'seed0' (every leaf's) and log lines broke it."""
+    import logging
+
+    assert progress.leaf_label("results/tiny/heads/exp1/k4/H2/seed0") == "heads/exp1/k4/H2/seed0"
+    bars = []
+    real = progress.StepBar
+
+    def record(total, initial, desc, enabled=None):
+        bar = real(total, initial, desc, enabled=True)
+        bars.append((desc, bar))
+        return bar
+
+    monkeypatch.setattr("seqmix.training.loop.StepBar", record)
+    cfg = leaf_cfg(steps=6, log_every=3, checkpoint_every=10)
+    out = tmp_path / "p" / "e1" / "v" / "pt" / "seed0"
+    train(cfg, out, config_hash(cfg))
+    assert bars[0][0] == "p/e1/v/pt/seed0"
+    logging.getLogger().addHandler(console := logging.StreamHandler())  # a job's stderr handler
+    try:
+        bar = real(3, 0, "x", enabled=True)
+        during = [type(h).__name__ for h in logging.getLogger().handlers]
+        bar.close()
+        after = [type(h).__name__ for h in logging.getLogger().handlers]
+    finally:
+        logging.getLogger().removeHandler(console)
+    assert "_TqdmLoggingHandler" in during  # records are written by tqdm, above the bar
+    assert "_TqdmLoggingHandler" not in after and "StreamHandler" in after  # and the console comes back

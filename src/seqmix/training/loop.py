@@ -28,7 +28,7 @@ from . import lr_stages
 from .checkpoint import load_checkpoint, load_final_weights, save_checkpoint
 from .guard import NonFiniteError, StepGuard  # noqa: F401  (NonFiniteError is part of this module's API)
 from .optim import build_optimizer, build_scheduler
-from .progress import StepBar
+from .progress import StepBar, leaf_label
 from .runtime import Runtime, cpu_batches, keep_inputs_on_device
 
 log = logging.getLogger("seqmix.train")
@@ -212,7 +212,7 @@ def _run_steps(
     watched = _watched_parameters(model, tcfg.get("grad_norms") or {})
     t0 = time.perf_counter()
     backends = None
-    bar = StepBar(steps, start, Path(out).name, enabled=None if rank == 0 else False)
+    bar = StepBar(steps, start, leaf_label(out), enabled=None if rank == 0 else False)
     for step in range(start, steps):
         if stop_after is not None and step >= stop_after:
             break

@@ -18,15 +18,29 @@ def wanted(stream=None) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)())
 
 
+def leaf_label(out_dir) -> str:
+    """The bar's label: the leaf's path below its scale (``paper/experiment/variant/point/seed0``), not the bare
+    ``seed0`` every leaf shares."""
+    from pathlib import Path
+
+    parts = Path(out_dir).parts
+    return "/".join(parts[-5:]) if len(parts) >= 5 else "/".join(parts)
+
+
 class StepBar:
-    """``update()`` once per step; a no-op object when no bar is wanted, so the loop never branches on it."""
+    """``update()`` once per step; a no-op object when no bar is wanted, so the loop never branches on it. While
+    the bar is drawn, log records go through tqdm's writer, above the bar, instead of breaking it."""
 
     def __init__(self, total: int, initial: int, desc: str, enabled: bool | None = None):
         self._bar = None
+        self._redirect = None
         if wanted() if enabled is None else enabled:
             from tqdm import tqdm
+            from tqdm.contrib.logging import logging_redirect_tqdm
 
             self._bar = tqdm(total=total, initial=initial, desc=desc, unit="step", leave=False, dynamic_ncols=True)
+            self._redirect = logging_redirect_tqdm()
+            self._redirect.__enter__()
 
     @property
     def n(self) -> int | None:
@@ -37,5 +51,8 @@ class StepBar:
             self._bar.update(1)
 
     def close(self) -> None:
+        if self._redirect is not None:
+            self._redirect.__exit__(None, None, None)
+            self._redirect = None
         if self._bar is not None:
             self._bar.close()
