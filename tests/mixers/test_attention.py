@@ -100,6 +100,16 @@ def test_learned_token_table_at_init_equals_rope():
         a(x)
 
 
+def test_learned_angles_refuse_tokens_without_a_table():
+    """Before: so2_learned with vocab_size but without token_angles took tokens= and ignored them (angles from
+    the hidden state, the ids silently unused)."""
+    a = mixer("softmax_attention", position="so2_learned", vocab_size=11)
+    x = torch.randn(2, T, D, dtype=torch.float64)
+    with pytest.raises(ValueError, match="token_angles=False, vocab_size=11"):
+        a(x, tokens=torch.randint(0, 11, (2, T)))
+    assert a(x).shape == x.shape  # the hidden-state angles without tokens, as before
+
+
 def test_zero_random_steps_equal_nope():
     x = torch.randn(2, T, D, dtype=torch.float64)
     for name in ("so2_random_qk", "so2_random_qkv"):

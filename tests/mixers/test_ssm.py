@@ -128,3 +128,23 @@ def test_mamba_block_swappable_units():
     x = torch.randn(1, 9, 8)
     for unit, opts in (("s6", {}), ("s4d", {}), ("b2s6", {"blocks": 4})):
         assert build_mixer("mamba", 8, unit=unit, unit_options={"d_state": 3, **opts})(x).shape == x.shape
+
+
+@pytest.mark.parametrize(
+    "name,options",
+    [
+        ("mamba", {}),
+        ("mamba", {"unit": "s4d"}),
+        ("mamba2", {"headdim": 4, "d_state": 4, "chunk": 4}),
+        ("mamba2", {"headdim": 4, "d_state": 4, "mode": "recurrent"}),
+        ("s4d", {"mode": "conv"}),
+    ],
+)
+def test_length_zero_gives_an_empty_output(name, options):
+    """Before: the depthwise conv of Mamba/Mamba2 and S4D's convolution kernel refused a length-0 input
+    (conv1d's "only zero batch or zero channel", "taps >= 1"); every other op returns (B, 0, d)."""
+    m = build_mixer(name, 8, **options)
+    x = torch.randn(2, 0, 8, requires_grad=True)
+    y = m(x)
+    y.sum().backward()
+    assert y.shape == (2, 0, 8) and x.grad.shape == (2, 0, 8)

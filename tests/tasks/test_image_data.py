@@ -217,3 +217,49 @@ def test_an_incomplete_fashion_mnist_is_an_error_not_digits(tmp_path, monkeypatc
     monkeypatch.setenv("FASHION_MNIST_DIR", str(tmp_path / "fm"))
     with pytest.raises(FileNotFoundError, match=r"fm: Fashion-MNIST is incomplete, missing t10k-labels-idx1-ubyte"):
         find_fashion_mnist()
+
+
+def _idx_faults():
+    good = idx_bytes(np.zeros((4, 4), np.uint8))
+    return {
+        "gzip-truncated": (gzip.compress(good)[:-10], "damaged gzip file"),
+        "gzip-garbled": (b"\x1f\x8b" + b"garbage" * 4, "damaged gzip file"),
+        "header-truncated": (bytes([0, 0, 0x08, 3]) + b"\x00\x00", "truncated idx header"),
+        "negative-dimension": (bytes([0, 0, 0x08, 1]) + struct.pack(">i", -5), "negative dimension"),
+    }
+
+
+@pytest.mark.parametrize("fault", sorted(_idx_faults()))
+def test_damaged_idx_files_are_named(tmp_path, fault):
+    """Before: a cut or garbled gzip raised EOFError/BadGzipFile, a short header numpy's 'buffer is smaller',
+    none naming the file; a negative dimension loaded as an empty array."""
+    content, message = _idx_faults()[fault]
+    path = tmp_path / "train-images-idx3-ubyte.gz"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=message) as e:
+        read_idx(path)
+    assert str(path) in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "fault,message",
+    [
+        ("label-10", "label 10 at row 3 is outside the 10 classes 0..9"),
+        ("labels-2d", r"labels are uint8 \(5, 2\)"),
+        ("images-int32", r"images are int32 .* \(N, H, W\) uint8"),
+    ],
+)
+def test_fashion_mnist_checks_labels_and_dtypes(tmp_path, fault, message):
+    """Before: a label 10 loaded (an out-of-range class for the 10-way head); int32 images wrapped to uint8."""
+    write_fashion(tmp_path / "fm", compress=False)
+    name = "t10k-images-idx3-ubyte" if fault == "images-int32" else "t10k-labels-idx1-ubyte"
+    if fault == "label-10":
+        arr = np.array([0, 1, 2, 10, 4, 5, 6, 7, 8, 9], np.uint8)
+    elif fault == "labels-2d":
+        arr = np.zeros((5, 2), np.uint8)
+    else:
+        arr = np.full((10, 28, 28), 300, dtype=">i4")
+    (tmp_path / "fm" / name).write_bytes(idx_bytes(arr))
+    with pytest.raises(ValueError, match=message) as e:
+        image_data.load_fashion_mnist(tmp_path / "fm")
+    assert str(tmp_path / "fm" / name) in str(e.value)

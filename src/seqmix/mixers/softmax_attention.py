@@ -126,7 +126,7 @@ class SoftmaxAttention(nn.Module):
         self.angle_seed = angle_seed + 7919 * layer_idx
         self._gen: torch.Generator | None = None
         n_ang = (heads if self.angles_per_head else 1) * (dh // 2)
-        self.vocab_size = vocab_size
+        self.vocab_size, self.token_angles = vocab_size, token_angles
         self.needs_tokens = position == "so2_learned" and token_angles and vocab_size is not None
         if position == "so2_learned":
             if self.needs_tokens:
@@ -155,6 +155,11 @@ class SoftmaxAttention(nn.Module):
             if tokens is None:
                 raise ValueError("so2_learned with vocab_size needs tokens=(batch, length) token ids")
             g = self.angle_table[tokens]
+        elif tokens is not None:  # the ids would be ignored: the angles come from the hidden state
+            raise ValueError(
+                f"so2_learned got tokens= but has no per-token angle table (token_angles={self.token_angles}, "
+                f"vocab_size={self.vocab_size}): set token_angles: true with vocab_size, or pass no tokens"
+            )
         else:
             g = self.angle_proj(x)
         nh = self.heads if self.angles_per_head else 1

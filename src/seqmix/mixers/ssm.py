@@ -181,6 +181,8 @@ class S4D(_ScanUnit):
         if self.mode == "recurrent":
             return super().forward(u)
         check_input(u, self.d_model, "S4D")
+        if u.shape[1] == 0:  # no kernel taps to convolve with: the (B, 0, d) output, as the recurrent mode gives
+            return u.clone()
         y = fftconv.causal_conv_fft(u, self.kernel(u.shape[1]).to(u.dtype))
         return y + self.D * u if self.D is not None else y
 

@@ -26,6 +26,7 @@ import gzip
 import importlib.util
 import os
 import pickle
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -53,11 +54,18 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
     """An idx file (plain, or gzip-compressed: detected by its magic bytes) as an array of its declared shape."""
     raw = Path(path).read_bytes()
     if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as e:  # BadGzipFile is an OSError; a cut stream an EOFError
+            raise ValueError(f"{path}: a damaged gzip file ({type(e).__name__}: {e})") from None
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES:
         raise ValueError(f"{path}: not an idx file (magic {raw[:4].hex()})")
     ndim = raw[3]
+    if len(raw) < 4 + 4 * ndim:
+        raise ValueError(f"{path}: truncated idx header ({ndim} dimensions declared, {len(raw)} bytes)")
     dims = tuple(int(d) for d in np.frombuffer(raw, dtype=">i4", count=ndim, offset=4))
+    if any(d < 0 for d in dims):
+        raise ValueError(f"{path}: not an idx file (negative dimension in {dims})")
     dtype = np.dtype(_IDX_DTYPES[raw[2]])
     count = int(np.prod(dims)) if dims else 1
     if len(raw) - 4 - 4 * ndim < count * dtype.itemsize:
@@ -98,8 +106,15 @@ def load_fashion_mnist(directory: str | os.PathLike) -> dict[str, tuple[np.ndarr
         if img_path is None or lab_path is None:
             raise FileNotFoundError(f"{root}: missing {img_name}[.gz] or {lab_name}[.gz] (Fashion-MNIST idx files)")
         images, labels = read_idx(img_path), read_idx(lab_path)
-        if images.ndim != 3 or labels.shape != images.shape[:1]:
-            raise ValueError(f"{img_path}: images {images.shape} do not match labels {labels.shape}")
+        if images.dtype != np.uint8 or images.ndim != 3:
+            raise ValueError(f"{img_path}: images are {images.dtype} {images.shape}; Fashion-MNIST has (N, H, W) uint8")
+        if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer):
+            raise ValueError(f"{lab_path}: labels are {labels.dtype} {labels.shape}; expected (N,) integers")
+        if labels.shape != images.shape[:1]:
+            raise ValueError(f"{img_path}: images {images.shape} do not match labels {labels.shape} of {lab_path}")
+        if len(labels) and (labels.min() < 0 or labels.max() > 9):
+            bad = int(np.flatnonzero((labels < 0) | (labels > 9))[0])
+            raise ValueError(f"{lab_path}: label {int(labels[bad])} at row {bad} is outside the 10 classes 0..9")
         out[split] = (images.astype(np.uint8)[..., None], labels.astype(np.int64))
     return out
 

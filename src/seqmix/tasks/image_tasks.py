@@ -11,6 +11,7 @@ offline substitutes of b2s6 spec §7), ``digits``, ``fashion-mnist`` or ``cifar1
 
 from __future__ import annotations
 
+import math
 import os
 from typing import ClassVar, Literal
 
@@ -132,8 +133,20 @@ class LRAPathfinder(ClassificationSet):
                 "sizes": _sizes(train_size, val_size, test_size),
                 **{"size": resolution, "path_len": path_len, "n_distractors": n_distractors},
             }
-        self.seq_len = resolution * resolution
+        self.seq_len, self.resolution, self.data_dir = resolution * resolution, resolution, data_dir
         self._setup(cache_dir, eval_split, eval_batch, dtype)
+
+    @property
+    def data(self) -> dict:
+        """The set, its images checked against ``resolution`` (a release folder holds one size of its own)."""
+        data = super().data
+        if data["train/x"].shape[1] != self.seq_len:
+            side = math.isqrt(data["train/x"].shape[1])
+            raise ValueError(
+                f"lra_pathfinder: resolution {self.resolution}, but the images in {self.data_dir} are {side}x{side}; "
+                f"set resolution: {side}"
+            )
+        return data
 
     def model_inputs(self) -> dict:
         return {"d_in": 1, "d_out": self.d_out, "seq_len": self.seq_len}

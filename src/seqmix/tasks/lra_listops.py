@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from .file_checks import parse_label, text_file_errors
 from .seq_data import SPLITS, balanced_labels, pad_rows
 
 OPERATORS = ("[MIN", "[MAX", "[MED", "[SM")
@@ -155,13 +156,15 @@ def load_listops_tsv(directory: str | os.PathLike, max_len: int = 2048) -> dict:
         if not path.exists():
             raise FileNotFoundError(f"{path}: LRA ListOps split missing (expected {sorted(TSV_FILES.values())})")
         rows, labels = [], []
-        with open(path, newline="") as f:
+        with text_file_errors(path), open(path, newline="") as f:
             reader = csv.DictReader(f, delimiter="\t")
             if not reader.fieldnames or not {"Source", "Target"} <= set(reader.fieldnames):
                 raise KeyError(f"{path}: expected the columns Source and Target, got {reader.fieldnames}")
-            for rec in reader:
+            for i, rec in enumerate(reader):
+                if rec["Source"] is None or rec["Target"] is None:
+                    raise ValueError(f"{path}: row {i} lacks the Source or Target field")
                 rows.append([TOKEN_ID.get(t, UNK) for t in tokenize(rec["Source"])][:max_len])
-                labels.append(int(rec["Target"]))
+                labels.append(parse_label(rec["Target"], NUM_CLASSES, f"{path}: row {i}"))
         out[f"{split}/x"], out[f"{split}/lengths"] = pad_rows(rows, max_len)
         out[f"{split}/y"] = torch.tensor(labels, dtype=torch.int64)
     return out

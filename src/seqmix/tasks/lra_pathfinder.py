@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .file_checks import parse_label, text_file_errors
 from .seq_data import SPLITS, balanced_labels, seeded_permutation
 
 log = logging.getLogger("seqmix.data")
@@ -203,11 +204,13 @@ def read_metadata(root: Path) -> list[tuple[Path, int]]:
         raise FileNotFoundError(f"{root / 'metadata'}: no *.npy metadata files (LRA Pathfinder layout)")
     items = []
     for meta in files:
-        for line in meta.read_text().splitlines():
+        with text_file_errors(meta):
+            lines = meta.read_text().splitlines()
+        for i, line in enumerate(lines):
             fields = line.split()
             if len(fields) < 4:
                 raise ValueError(f"{meta}: line {line!r} has fewer than 4 fields (folder, file, _, label)")
-            items.append((root / fields[0] / fields[1], int(fields[3])))
+            items.append((root / fields[0] / fields[1], parse_label(fields[3], 2, f"{meta}: line {i}")))
     return items
 
 
@@ -221,11 +224,15 @@ def load_pathfinder_dir(directory: str | os.PathLike, seed: int = 0, fractions=(
     for path, label in read_metadata(root):
         try:
             with Image.open(path) as im:
-                images.append(np.asarray(im.convert("L"), dtype=np.uint8))
+                image = np.asarray(im.convert("L"), dtype=np.uint8)
         except (OSError, ValueError) as e:
             skipped += 1
             log.warning("%s: unreadable Pathfinder image skipped (%s)", path, e)
             continue
+        if image.ndim != 2 or image.shape[0] != image.shape[1] or (images and image.shape != images[0].shape):
+            first = f"the first image's {images[0].shape}" if images else "a square image"
+            raise ValueError(f"{path}: a {image.shape} image where {first} was expected (one Pathfinder size)")
+        images.append(image)
         labels.append(label)
     if not images:
         raise FileNotFoundError(f"{root}: no readable Pathfinder images")

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from .file_checks import parse_label, text_file_errors
 from .seq_data import SPLITS, balanced_labels, encode_bytes, pad_rows, seeded_permutation
 from .text_sources import ZipfLanguage, corpus_label, find_text_files, read_text_file
 
@@ -122,13 +123,13 @@ def load_aan(directory: str | os.PathLike, max_len: int = 4000, caps: dict | Non
         if not path.exists():
             raise FileNotFoundError(f"{path}: AAN split missing (expected {sorted(TSV_FILES.values())})")
         pairs, labels = [], []
-        with open(path, newline="", encoding="utf-8") as f:
+        with text_file_errors(path), open(path, newline="", encoding="utf-8") as f:
             for i, row in enumerate(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)):
                 if caps and caps.get(split) is not None and len(labels) >= caps[split]:
                     break
                 if len(row) != 5:
                     raise ValueError(f"{path}: row {i} has {len(row)} fields, expected 5 (label id1 id2 text1 text2)")
-                labels.append(int(float(row[0])))
+                labels.append(parse_label(row[0], 2, f"{path}: row {i}", parse=float))
                 pairs.append((row[3].encode(), row[4].encode()))
         out[f"{split}/x"], out[f"{split}/lengths"] = _stack_pairs(pairs, max_len)
         out[f"{split}/y"] = torch.tensor(labels, dtype=torch.int64)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from .file_checks import load_parquet, parse_label, row_origin
 from .seq_data import SPLITS, balanced_labels, decode_bytes, encode_bytes, holdout, pad_rows, subsample
 from .text_sources import PROCEDURAL_LABEL, ZipfLanguage, corpus_label, find_text_files, read_text_file
 
@@ -137,13 +138,17 @@ def _acl_imdb_split(root: Path, split: str) -> tuple[list[bytes], list[int]] | N
 
 
 def _parquet_split(root: Path, split: str) -> tuple[list[bytes], list[int]]:
-    import datasets
-
     files = sorted(str(f) for f in root.rglob("*.parquet") if split in f.name)
     if not files:
         raise FileNotFoundError(f"{root}: neither aclImdb folders ({split}/pos, {split}/neg) nor *{split}*.parquet")
-    ds = datasets.load_dataset("parquet", data_files={split: files})[split]
-    return [t.encode() for t in ds["text"]], [int(v) for v in ds["label"]]
+    columns, rows = load_parquet(files, ("text", "label"))
+    labels = [parse_label(v, 2, row_origin(files, rows, i)) for i, v in enumerate(columns["label"])]
+    texts = []
+    for i, t in enumerate(columns["text"]):
+        if not isinstance(t, str):
+            raise ValueError(f"{row_origin(files, rows, i)}: text is {type(t).__name__}, not a string")
+        texts.append(t.encode())
+    return texts, labels
 
 
 def load_imdb(directory: str | os.PathLike, max_len: int = 4096, seed: int = 0, caps: dict | None = None) -> dict:

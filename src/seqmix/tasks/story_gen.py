@@ -76,6 +76,9 @@ ENDINGS = (
 )
 
 
+CAST_WORDS = ("he", "she", "his", "her", "boy", "girl", "a", "an")  # what _cast fills in besides the tables
+
+
 def _cast(rng: random.Random) -> dict[str, str]:
     he = rng.random() < 0.5
     name = rng.choice(NAMES_HE if he else NAMES_SHE)
@@ -166,7 +169,8 @@ def vocabulary() -> set[str]:
         SOUNDS,
     ):
         words |= {w.lower() for w in table}
-    for text in (*TIMES, *WEATHER, *OPENINGS, *MIDDLE, *ENDINGS):
+    words |= set(CAST_WORDS)
+    for text in (*TIMES, *WEATHER, *OPENINGS, *INTROS, *MIDDLE, *ENDINGS):
         for w in text.split():
             w = w.strip('.,"?!').lower()
             if w and "{" not in w:

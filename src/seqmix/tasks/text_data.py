@@ -21,6 +21,8 @@ from pathlib import Path
 
 import torch
 
+from .file_checks import load_parquet, parquet_columns, row_origin
+
 EOS = "<|endoftext|>"
 HUB_NAME = "SimpleStories/SimpleStories"
 SPLITS = ("train", "val", "test")
@@ -47,19 +49,28 @@ def _text_column(columns: Sequence[str], where: str) -> str:
     raise KeyError(f"{where}: no 'story' or 'text' column (columns: {list(columns)})")
 
 
+def _local_stories(files: list[str], hf_cache_dir: str | None) -> list[str]:
+    """The story column of local parquet files; a damaged file, a missing column or a non-text row is a
+    ValueError naming the file (and row)."""
+    column = _text_column(parquet_columns(files[0]), files[0])
+    values, rows = load_parquet(files, (column,), hf_cache_dir)
+    for i, story in enumerate(values[column]):
+        if not isinstance(story, str):
+            raise ValueError(f"{row_origin(files, rows, i)}: {column} is {type(story).__name__}, not text")
+    return values[column]
+
+
 def load_simplestories(path: str | os.PathLike | None = None, hf_cache_dir: str | None = None) -> dict[str, list[str]]:
     """{"train", "val", "test"}: lists of story texts. ``path``: a local parquet directory; None: the hub."""
     import datasets
 
     if path is not None:
         files = _parquet_files(Path(path))
-        ds = datasets.load_dataset("parquet", data_files=files, cache_dir=hf_cache_dir)
-        where = str(path)
+        train_all, test = (_local_stories(files[split], hf_cache_dir) for split in ("train", "test"))
     else:
         ds = datasets.load_dataset(HUB_NAME, cache_dir=hf_cache_dir)
-        where = HUB_NAME
-    train_all = ds["train"][_text_column(ds["train"].column_names, where)]
-    test = ds["test"][_text_column(ds["test"].column_names, where)]
+        train_all = ds["train"][_text_column(ds["train"].column_names, HUB_NAME)]
+        test = ds["test"][_text_column(ds["test"].column_names, HUB_NAME)]
     return {
         "train": [s for i, s in enumerate(train_all) if i % 100 != 0],
         "val": train_all[::100],
