@@ -82,6 +82,7 @@ class LiveRun:
                 self.client.log_batch(self.run_id, tags=[RunTag(k, v) for k, v in record["tags"].items()])
                 self.client.set_tag(self.run_id, store.FINGERPRINT_TAG, record["fingerprint"])
                 store.adopt_children(self.client, self.experiment_id, record["key"], self.run_id)
+                store.supersede_older(self.client, self.experiment_id, record["run_name"], record["key"], self.run_id)
             end = record.get("end_ms") if record else None
             self.client.set_terminated(self.run_id, status, end_time=end)
             return record is not None
