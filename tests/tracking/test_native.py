@@ -4,9 +4,12 @@ every run, and one current run per leaf (a rerun with another config supersedes 
 from __future__ import annotations
 
 import getpass
+import json
+from pathlib import Path
 
 import pytest
 
+from seqmix.tracking import buffer as tb
 from seqmix.tracking import runs as tracking
 from seqmix.tracking import store as tracking_store
 from tests.conftest import ROOT
@@ -93,3 +96,42 @@ def test_a_live_runs_end_supersedes_the_leafs_older_runs(store):
     assert tracking_store.supersede_older(mlf, exp.experiment_id, name, "new.train", sid) == 1
     assert [r.info.run_id for r in _runs(uri)[2]] == [sid]
     assert mlf.get_run(old.info.run_id).data.tags[tracking_store.SUPERSEDED_BY_TAG] == sid
+
+
+def test_dataset_records_name_the_data_its_origin_and_a_digest():
+    task = {"name": "lra_text", "length": 64}
+    real, sub = tb.dataset_record(task, 0, "imdb"), tb.dataset_record(task, 0, "procedural-zipf-text (substitute)")
+    gen = tb.dataset_record({"name": "rotation_teacher"}, 0, None)
+    assert (real["name"], real["source"], real["origin"]) == ("lra_text", "imdb", "real")
+    assert sub["origin"] == "substitute" and gen["origin"] == "generated"
+    assert "rotation_teacher" in gen["source"]
+    assert real["digest"] == sub["digest"] != tb.dataset_record(task, 1, "imdb")["digest"]  # the seed draws the data
+    assert real["digest"] != tb.dataset_record(dict(task, length=128), 0, "imdb")["digest"]
+
+
+def test_a_training_run_logs_its_dataset_as_an_input(tmp_path, template_db):
+    """Guards: training runs had no dataset lineage (the UI's 'Datasets None')."""
+    import shutil
+
+    from seqmix.pipeline import stages
+
+    from .test_server import small_run
+
+    results = tmp_path / "results"
+    results.mkdir()
+    shutil.copy(template_db, results / "mlflow.db")
+    uri = f"sqlite:///{results / 'mlflow.db'}"
+    run = small_run(tmp_path, uri, steps=4, log_every=2, checkpoint_every=4)
+    run["leaves"] = run["leaves"][:1]
+    stages.run_stage("train", run)
+    buf = Path(run["leaves"][0]["out_dir"]) / "tracking-train.jsonl"
+    (rec,) = tb.read_buffer(buf)
+    cfg = run["leaves"][0]["config"]
+    assert rec["dataset"]["name"] == cfg["task"]["name"] == "rotation_teacher"
+    assert rec["dataset"]["digest"] == tb.dataset_record(cfg["task"], cfg["seed"], None)["digest"]
+    tracking.ingest([buf], uri, results)
+    _, _, (mlrun,) = _runs(uri)
+    (inp,) = mlrun.inputs.dataset_inputs
+    assert (inp.dataset.name, inp.dataset.digest) == (rec["dataset"]["name"], rec["dataset"]["digest"])
+    assert json.loads(inp.dataset.source)["tags"]["origin"] == rec["dataset"]["origin"]
+    assert {t.key: t.value for t in inp.tags} == {"mlflow.data.context": "training"}

@@ -141,7 +141,8 @@ def _train_leaf(work, run: dict, leaf: dict, label: str):
         if name != "step":
             pairs[f"diag/{name}"] = [(s, v) for s, v in zip(diag["step"], values) if math.isfinite(v)]
     metrics = {name: clock.series(series, end_ms) for name, series in pairs.items()}
-    rec = _record(run, leaf, "train", tags, metrics, clock.start_ms, end_ms=end_ms)
+    dataset = tracking_buffer.dataset_record(cfg.get("task") or {}, cfg["seed"], result.get("data_source"))
+    rec = _record(run, leaf, "train", tags, metrics, clock.start_ms, end_ms=end_ms, dataset=dataset)
     marker = {
         "id": leaf["id"],
         "hash": leaf["hash"],

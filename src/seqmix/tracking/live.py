@@ -80,6 +80,8 @@ class LiveRun:
                 from mlflow.entities import RunTag
 
                 self.client.log_batch(self.run_id, tags=[RunTag(k, v) for k, v in record["tags"].items()])
+                if record.get("dataset"):
+                    store.log_dataset(self.client, self.run_id, record["dataset"])
                 self.client.set_tag(self.run_id, store.FINGERPRINT_TAG, record["fingerprint"])
                 store.adopt_children(self.client, self.experiment_id, record["key"], self.run_id)
                 store.supersede_older(self.client, self.experiment_id, record["run_name"], record["key"], self.run_id)

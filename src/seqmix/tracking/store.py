@@ -219,6 +219,8 @@ def write_run(mlf, experiment_id: str, rec: dict, results: str | Path, live: boo
     log_points(mlf, rid, rec["metrics"], rec.get("end_ms"))
     for rel in rec.get("artifacts", []):
         _log_artifact(mlf, run, Path(results) / rel, results, live)
+    if rec.get("dataset"):
+        log_dataset(mlf, rid, rec["dataset"])
     mlf.set_tag(rid, FINGERPRINT_TAG, rec["fingerprint"])
     mlf.set_terminated(rid, "FINISHED", end_time=rec.get("end_ms"))
     return rid
@@ -239,6 +241,19 @@ def log_points(mlf, run_id: str, metrics: dict[str, list], default_ms: int | Non
     ]
     for i in range(0, len(points), 1000):
         mlf.log_batch(run_id, metrics=points[i : i + 1000])
+
+
+def log_dataset(mlf, run_id: str, dataset: dict, context: str = "training") -> None:
+    """Log a buffer record's ``dataset`` (``buffer.dataset_record``) as the run's input: a metadata-only
+    dataset (MLflow never sees the data) whose source carries the data source label and its origin."""
+    from mlflow.data.code_dataset_source import CodeDatasetSource
+    from mlflow.data.meta_dataset import MetaDataset
+    from mlflow.entities import DatasetInput, InputTag
+
+    source = CodeDatasetSource({"data_source": dataset["source"], "origin": dataset["origin"]})
+    meta = MetaDataset(source, name=dataset["name"], digest=dataset["digest"])
+    tags = [InputTag("mlflow.data.context", context)]
+    mlf.log_inputs(run_id, datasets=[DatasetInput(meta._to_mlflow_entity(), tags=tags)])
 
 
 def _log_artifact(mlf, run, path: Path, results: str | Path, live: bool) -> None:
