@@ -109,8 +109,8 @@ def test_dataset_records_name_the_data_its_origin_and_a_digest():
     assert real["digest"] != tb.dataset_record(dict(task, length=128), 0, "imdb")["digest"]
 
 
-def test_a_training_run_logs_its_dataset_as_an_input(tmp_path, template_db):
-    """Guards: training runs had no dataset lineage (the UI's 'Datasets None')."""
+def test_a_training_run_logs_its_dataset_and_its_model(tmp_path, template_db):
+    """Guards: training runs had no dataset lineage (the UI's 'Datasets None') and no trained model."""
     import shutil
 
     from seqmix.pipeline import stages
@@ -135,3 +135,8 @@ def test_a_training_run_logs_its_dataset_as_an_input(tmp_path, template_db):
     assert (inp.dataset.name, inp.dataset.digest) == (rec["dataset"]["name"], rec["dataset"]["digest"])
     assert json.loads(inp.dataset.source)["tags"]["origin"] == rec["dataset"]["origin"]
     assert {t.key: t.value for t in inp.tags} == {"mlflow.data.context": "training"}
+    model = Path(run["leaves"][0]["out_dir"]) / "model.pt"
+    assert results / rec["model"] == model
+    logged = tracking_store.artifact_root(results) / mlrun.info.artifact_uri[len("mlflow-artifacts:/") :] / "model"
+    assert (logged / "model.pt").read_bytes() == model.read_bytes()
+    assert (logged / "model.pt").stat().st_ino == model.stat().st_ino  # linked, not copied

@@ -45,10 +45,12 @@ def buffer_record(
     parent_key: str | None = None,
     artifacts: list[str] | None = None,
     dataset: dict | None = None,
+    model: str | None = None,
 ) -> dict:
     """One run, as written to a buffer. ``metrics`` maps name -> [(step, value[, timestamp_ms]), ...]; a point
     without a timestamp gets ``end_ms``. ``artifacts`` are paths relative to the results directory;
-    ``dataset`` is the run's training data (``dataset_record``), logged as its MLflow input."""
+    ``dataset`` is the run's training data (``dataset_record``), logged as its MLflow input; ``model`` the
+    trained weights' file (relative, like ``artifacts``), logged as the artifact ``model/<name>``."""
     rec = {
         "key": key,
         "experiment": experiment,
@@ -63,6 +65,8 @@ def buffer_record(
     }
     if dataset is not None:  # absent from records without one (older buffers keep their fingerprints)
         rec["dataset"] = {k: str(v) for k, v in dataset.items()}
+    if model is not None:
+        rec["model"] = str(model)
     rec["fingerprint"] = fingerprint(rec)
     return rec
 

@@ -29,6 +29,7 @@ SUPERSEDED_TAG, SUPERSEDED_BY_TAG = "seqmix.superseded", "seqmix.superseded_by"
 # The MLflow UI shows an experiment as model training (runs, charts), not as a GenAI app (traces).
 EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_development"
 NOTE_TAG = "mlflow.note.content"  # the description the UI shows on an experiment's (or a run's) page
+MODEL_DIR = "model"  # a training run's artifact folder for its trained weights
 PROXIED = "mlflow-artifacts:/"  # artifact URIs resolved by the server's --artifacts-destination
 # MLflow's client retries a dead server for minutes (7 retries, backoff factor 2, 120 s timeout); a
 # tracking outage must cost a job seconds. Defaults only: the user's own environment wins.
@@ -221,6 +222,7 @@ def write_run(mlf, experiment_id: str, rec: dict, results: str | Path, live: boo
         _log_artifact(mlf, run, Path(results) / rel, results, live)
     if rec.get("dataset"):
         log_dataset(mlf, rid, rec["dataset"])
+    log_model(mlf, run, rec, results, live)
     mlf.set_tag(rid, FINGERPRINT_TAG, rec["fingerprint"])
     mlf.set_terminated(rid, "FINISHED", end_time=rec.get("end_ms"))
     return rid
@@ -256,17 +258,33 @@ def log_dataset(mlf, run_id: str, dataset: dict, context: str = "training") -> N
     mlf.log_inputs(run_id, datasets=[DatasetInput(meta._to_mlflow_entity(), tags=tags)])
 
 
-def _log_artifact(mlf, run, path: Path, results: str | Path, live: bool) -> None:
+def _log_artifact(mlf, run, path: Path, results: str | Path, live: bool, subdir: str = "", link: bool = False) -> None:
+    """Log ``path`` as the artifact ``<subdir>/<name>``. In the embedded store the file is copied where
+    ``mlflow ui`` serves it from, or with ``link`` hard-linked there (no copy of a model's weights; the
+    pipeline replaces its files by rename, so the link keeps the bytes this run made); a server uploads it."""
     if not path.exists():
         log.warning("mlflow: artifact %s is missing; not logged", path)
         return
     uri = run.info.artifact_uri
     if not live and uri.startswith(PROXIED):  # the embedded store: copy where `mlflow ui` serves it from
-        dest = artifact_root(results) / uri[len(PROXIED) :] / path.name
+        dest = artifact_root(results) / uri[len(PROXIED) :] / subdir / path.name
         dest.parent.mkdir(parents=True, exist_ok=True)
+        if link:
+            dest.unlink(missing_ok=True)
+            try:
+                os.link(path, dest)
+                return
+            except OSError:  # another file system, or links refused: copy
+                pass
         shutil.copyfile(path, dest)
     else:
-        mlf.log_artifact(run.info.run_id, str(path))
+        mlf.log_artifact(run.info.run_id, str(path), subdir or None)
+
+
+def log_model(mlf, run, rec: dict, results: str | Path, live: bool) -> None:
+    """A training record's model file, as the run's artifact ``model/<name>`` (see ``_log_artifact``)."""
+    if rec.get("model"):
+        _log_artifact(mlf, run, Path(results) / rec["model"], results, live, MODEL_DIR, link=True)
 
 
 def parent_run_id(mlf, experiment_id: str, parent_key: str) -> str | None:
