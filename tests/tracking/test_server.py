@@ -100,7 +100,7 @@ def test_live_logging_then_ingest_is_a_noop(server, tmp_path):
     # the end-of-job replay of the buffers finds the live runs complete and adds nothing
     buffers = [Path(l["out_dir"]) / "tracking-train.jsonl" for l in run["leaves"]]
     counts = tracking.ingest(buffers, server, run["results"])
-    assert counts == {"created": 0, "skipped": 2, "replaced": 0, "bad_lines": 0}
+    assert counts == {"created": 0, "skipped": 2, "replaced": 0, "superseded": 0, "bad_lines": 0}
     assert len(_runs(server)[1]) == 2
 
 

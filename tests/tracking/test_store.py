@@ -19,23 +19,6 @@ from seqmix.tracking import store as tracking_store
 pytestmark = pytest.mark.timeout(300)
 
 
-@pytest.fixture(scope="session")
-def template_db(tmp_path_factory):
-    """One migrated SQLite store, copied per test (creating one runs every MLflow migration: ~10 s)."""
-    path = tmp_path_factory.mktemp("mlflow") / "template.db"
-    tracking_store.client(f"sqlite:///{path}").search_experiments()
-    return path
-
-
-@pytest.fixture
-def store(tmp_path, template_db):
-    results = tmp_path / "results"
-    results.mkdir()
-    shutil.copy(template_db, results / "mlflow.db")
-    uri = f"sqlite:///{results / 'mlflow.db'}"
-    return uri, results
-
-
 def _write(results, name: str, *records) -> object:
     path = results / "heads" / name
     tb.write_buffer(path, list(records))
@@ -82,7 +65,7 @@ def test_a_kill_during_ingest_leaves_nothing_a_reingest_does_not_repair(store, m
     assert tracking_store.FINGERPRINT_TAG not in runs[0].data.tags  # provisional: a replay must replace it
     monkeypatch.undo()
     counts = tracking.ingest([buf], uri, results)
-    assert counts == {"created": 1, "skipped": 0, "replaced": 1, "bad_lines": 0}
+    assert counts == {"created": 1, "skipped": 0, "replaced": 1, "superseded": 0, "bad_lines": 0}
     mlf, _, runs = _runs(uri)
     assert len(runs) == 1 and runs[0].info.status == "FINISHED"
     assert [m.value for m in mlf.get_metric_history(runs[0].info.run_id, "train_loss")] == [1.0, 0.5]
@@ -131,7 +114,7 @@ def test_a_bad_line_is_skipped_reported_and_the_rest_replays(store, caplog):
     bad.parent.mkdir(parents=True)
     bad.write_text(json.dumps(_rec("b.train"))[:-20] + "\n" + json.dumps(_rec("c.train")) + "\n")
     counts = tracking.ingest([bad, good], uri, results)
-    assert counts == {"created": 2, "skipped": 0, "replaced": 0, "bad_lines": 1}
+    assert counts == {"created": 2, "skipped": 0, "replaced": 0, "superseded": 0, "bad_lines": 1}
     assert f"{bad}:1: not JSON" in caplog.text
 
 

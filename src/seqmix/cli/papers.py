@@ -200,7 +200,8 @@ def _log_paper_artefacts(spec: dict, files: list[str], start_ms: int) -> None:
     tags = tracking.run_tags(
         rule="claims", paper=spec["paper"], scale=spec["scale"], config_hash=config_hash(spec["claims"])
     )
-    tracking.log_paper_artefacts(spec, files, tags, start_ms)
+    note = tracking.paper_description(Path("config") / "papers" / f"{spec['paper']}.yaml")  # the workflow root's
+    tracking.log_paper_artefacts(spec, files, tags, start_ms, note)
 
 
 def cmd_report_index(args):

@@ -16,10 +16,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     sp.add_argument("--results", required=True, help="the results root")
     sp.add_argument("--papers", nargs="+", required=True, help="the papers whose experiments it makes")
     sp.add_argument("--out", required=True, help="the marker JSON it writes")
+    sp.add_argument("--root", default=".", help="the repository root (config/papers/<paper>.yaml: descriptions)")
     sp = command(sub, "mlflow-sync", cmd_mlflow_sync, "replay every tracking buffer under results/ into MLflow")
     sp.add_argument("--uri", required=True, help="the tracking URI")
     sp.add_argument("--results", required=True, help="the results root whose buffers it replays")
     sp.add_argument("--out", required=True, help="the counts JSON it writes")
+    sp.add_argument("--root", default=".", help="the repository root (config/papers/<paper>.yaml: descriptions)")
 
 
 def cmd_mlflow_init(args):
@@ -30,7 +32,7 @@ def cmd_mlflow_init(args):
 
     setup(1, torch_now=False)
     uri = tracking_store.resolve_uri(args.uri)
-    ids = tracking.init_store(uri, args.papers, args.results)
+    ids = tracking.init_store(uri, args.papers, args.results, _descriptions(args.root, args.papers))
     write_json(args.out, {"uri": uri, "reachable": ids is not None, "experiments": ids or {}})
 
 
@@ -43,8 +45,18 @@ def cmd_mlflow_sync(args):
     setup(1, torch_now=False)
     uri = tracking_store.resolve_uri(args.uri)
     buffers = sorted(Path(args.results).rglob("tracking-*.jsonl"))
-    counts = tracking.ingest(buffers, uri, args.results)
+    from ..config.loading import discover_papers
+
+    counts = tracking.ingest(buffers, uri, args.results, _descriptions(args.root, discover_papers(args.root)))
     if counts is None:
         raise SystemExit(f"mlflow_sync: could not reach {uri}")
     _, problems = tracking_buffer.read_buffers(buffers)
     write_json(args.out, {"uri": uri, "buffers": len(buffers), **counts, "skipped_lines": problems})
+
+
+def _descriptions(root: str, papers: list[str]) -> dict[str, str]:
+    """{paper: its experiment's description} from config/papers/<paper>.yaml (papers without one left out)."""
+    from ..tracking import runs as tracking
+
+    notes = {p: tracking.paper_description(Path(root) / "config" / "papers" / f"{p}.yaml") for p in papers}
+    return {p: n for p, n in notes.items() if n}

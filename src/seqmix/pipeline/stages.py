@@ -116,7 +116,8 @@ def _train_leaf(work, run: dict, leaf: dict, label: str):
     if lead and tracking_store.is_live(uri):
         name = _run_name(run, leaf, "train")
         params = _leaf_params(cfg, run)
-        live = tracking_live.LiveRun(uri, run["paper"], name, tags, params, leaf["hash"] + ".train", clock.start_ms)
+        key = leaf["hash"] + ".train"
+        live = tracking_live.LiveRun(uri, run["paper"], name, tags, params, key, clock.start_ms, run["results"])
 
     def on_log(step: int, metrics: dict) -> None:
         clock.tick(step)
@@ -141,7 +142,9 @@ def _train_leaf(work, run: dict, leaf: dict, label: str):
         if name != "step":
             pairs[f"diag/{name}"] = [(s, v) for s, v in zip(diag["step"], values) if math.isfinite(v)]
     metrics = {name: clock.series(series, end_ms) for name, series in pairs.items()}
-    rec = _record(run, leaf, "train", tags, metrics, clock.start_ms, end_ms=end_ms)
+    dataset = tracking_buffer.dataset_record(cfg.get("task") or {}, cfg["seed"], result.get("data_source"))
+    (model,) = tracking_buffer.relative_artifacts([out / "model.pt"], run["results"])
+    rec = _record(run, leaf, "train", tags, metrics, clock.start_ms, end_ms=end_ms, dataset=dataset, model=model)
     marker = {
         "id": leaf["id"],
         "hash": leaf["hash"],

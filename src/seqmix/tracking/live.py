@@ -21,8 +21,19 @@ log = logging.getLogger("seqmix.tracking.runs")
 class LiveRun:
     """One run logged as the job goes. ``client`` is None once anything failed (files only from then)."""
 
-    def __init__(self, uri: str, experiment: str, run_name: str, tags: dict, params: dict, key: str, start_ms: int):
+    def __init__(
+        self,
+        uri: str,
+        experiment: str,
+        run_name: str,
+        tags: dict,
+        params: dict,
+        key: str,
+        start_ms: int,
+        results: str | None = None,
+    ):
         self.client, self.run_id, self.experiment_id = None, None, None
+        self.results = results  # what a record's artifact paths are relative to
         self.logged: set[tuple[str, int]] = set()
         if not store.reachable(uri):
             log.warning("mlflow server %s unreachable; logging to files only", uri)
@@ -80,8 +91,13 @@ class LiveRun:
                 from mlflow.entities import RunTag
 
                 self.client.log_batch(self.run_id, tags=[RunTag(k, v) for k, v in record["tags"].items()])
+                if record.get("dataset"):
+                    store.log_dataset(self.client, self.run_id, record["dataset"])
+                if record.get("model") and self.results is not None:
+                    store.log_model(self.client, self.client.get_run(self.run_id), record, self.results, live=True)
                 self.client.set_tag(self.run_id, store.FINGERPRINT_TAG, record["fingerprint"])
                 store.adopt_children(self.client, self.experiment_id, record["key"], self.run_id)
+                store.supersede_older(self.client, self.experiment_id, record["run_name"], record["key"], self.run_id)
             end = record.get("end_ms") if record else None
             self.client.set_terminated(self.run_id, status, end_time=end)
             return record is not None

@@ -43,26 +43,59 @@ from .store import is_live, reachable, resolve_uri
 log = logging.getLogger("seqmix.tracking.runs")
 
 GIT_COMMIT_TAG = "mlflow.source.git.commit"  # the commit the MLflow UI shows on a run's page
+SOURCE_NAME_TAG, SOURCE_TYPE_TAG = "mlflow.source.name", "mlflow.source.type"  # the UI's "Source"
+USER_TAG = "mlflow.user"  # the UI's "Created by"
 
 
-def init_store(uri: str, experiments: Iterable[str], results: str | Path) -> dict[str, str] | None:
-    """Create the store and one experiment per paper, once. {name: id}, or None when the tracking store
-    cannot be reached or written: the DAG goes on and the jobs keep their buffers for a later sync."""
+def init_store(
+    uri: str, experiments: Iterable[str], results: str | Path, descriptions: dict[str, str] | None = None
+) -> dict[str, str] | None:
+    """Create the store and one experiment per paper, once, described by ``descriptions`` (paper ->
+    text, see ``paper_description``). {name: id}, or None when the tracking store cannot be reached or
+    written: the DAG goes on and the jobs keep their buffers for a later sync."""
     if uri == "none":
         return {}
     if not reachable(uri):
         log.warning("mlflow server %s unreachable; jobs keep their buffers, run the mlflow_sync rule later", uri)
         return None
     try:
-        return _init_experiments(uri, list(experiments), results)
+        return _init_experiments(uri, list(experiments), results, descriptions)
     except Exception as e:  # an outage must not fail the DAG
         log.warning("mlflow store %s failed (%s: %s); jobs keep their buffers", uri, type(e).__name__, e)
         return None
 
 
-def ingest(buffers: Iterable[str | Path], uri: str, results: str | Path) -> dict[str, int] | None:
-    """Replay buffer files into MLflow; returns {created, skipped, replaced, bad_lines}, or None when
-    tracking failed (logged; the DAG never fails on it). Bad lines are skipped and each is logged."""
+def paper_description(paper_file: str | Path) -> str | None:
+    """An experiment's description (markdown, shown on its page in the UI) from the paper config's ``title``
+    and ``source``; None when the file is missing or names neither."""
+    import yaml
+
+    if not Path(paper_file).is_file():
+        return None
+    try:
+        cfg = yaml.safe_load(Path(paper_file).read_text()) or {}
+    except (OSError, yaml.YAMLError) as e:
+        log.warning("mlflow: no experiment description from %s (%s)", paper_file, e)
+        return None
+    title, source = str(cfg.get("title") or "").strip(), str(cfg.get("source") or "").strip()
+    if not (title or source):
+        return None
+    lines = [f"**{title}**" if title else "", f"Source: {source}" if source else ""]
+    lines.append(
+        "One run per leaf and stage, named `<experiment>/<variant>/<point>/seed<seed>/<stage>@<scale>`; evaluation "
+        "and diagnostics runs are children of their training run, and `artefacts@<scale>` holds the tables, "
+        "figures and claims. A leaf's runs of an older config are tagged `seqmix.superseded` and deleted "
+        "(restorable from the deleted runs)."
+    )
+    return "\n\n".join(line for line in lines if line)
+
+
+def ingest(
+    buffers: Iterable[str | Path], uri: str, results: str | Path, descriptions: dict[str, str] | None = None
+) -> dict[str, int] | None:
+    """Replay buffer files into MLflow (their experiments described by ``descriptions`` where given);
+    returns {created, skipped, replaced, bad_lines}, or None when tracking failed (logged; the DAG never
+    fails on it). Bad lines are skipped and each is logged."""
     if uri == "none":
         return None
     if not reachable(uri):
@@ -73,7 +106,7 @@ def ingest(buffers: Iterable[str | Path], uri: str, results: str | Path) -> dict
         records, problems = read_buffers(buffers)
         for p in problems:
             log.warning("tracking buffer line skipped: %s", p)
-        counts = _ingest_records(parents_first(records), uri, results)
+        counts = _ingest_records(parents_first(records), uri, results, descriptions)
         counts["bad_lines"] = len(problems)
         # the line benchmarks/dag_timing.py reads (MLflow's share of a job, import included)
         log.info("mlflow: %s; seqmix-ingest s=%.3f", counts, time.perf_counter() - t0)
@@ -98,15 +131,32 @@ def run_name(experiment: str, leaf_id: str, stage: str, scale: str) -> str:
 
 
 def run_tags(**extra: Any) -> dict[str, str]:
-    """Tags every run carries: the git commit (as MLflow's own tag, shown on the run page; none outside a
-    git checkout), the SLURM job id, plus the caller's."""
+    """Tags every run carries: MLflow's own source tags (what ran it: ``seqmix <rule>``, ``JOB`` under SLURM
+    else ``LOCAL``; the user; the git commit, none outside a git checkout), shown as the run's "Source" and
+    "Created by", the SLURM job id, plus the caller's."""
     commit = git_commit()
-    tags = {"slurm_job_id": os.environ.get("SLURM_JOB_ID", "none"), "mlflow.source.type": "JOB"}
+    slurm = os.environ.get("SLURM_JOB_ID")
+    tags = {
+        "slurm_job_id": slurm or "none",
+        SOURCE_NAME_TAG: f"seqmix {extra['rule']}" if extra.get("rule") else "seqmix",
+        SOURCE_TYPE_TAG: "JOB" if slurm else "LOCAL",
+        USER_TAG: user(),
+    }
     tags["git_sha"] = commit or "unknown"  # the older tag, kept for queries written against it
     if commit:
         tags[GIT_COMMIT_TAG] = commit
     tags.update({k: str(v) for k, v in extra.items()})
     return tags
+
+
+def user() -> str:
+    """Who ran the job (MLflow's ``mlflow.user``, the UI's "Created by"); "unknown" when the system cannot say."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no login name and no passwd entry (some containers)
+        return "unknown"
 
 
 @cache
@@ -123,9 +173,12 @@ def git_commit(where: str | Path | None = None) -> str | None:
     return sha if len(sha) == 40 else None
 
 
-def log_paper_artefacts(spec: dict, files: list[str], tags: dict, start_ms: int) -> dict[str, int] | None:
+def log_paper_artefacts(
+    spec: dict, files: list[str], tags: dict, start_ms: int, description: str | None = None
+) -> dict[str, int] | None:
     """One paper-level run holding the tables, figures and claims as artifacts (paths relative to the
-    results directory), then a replay of every buffer of the paper (the SQLite store's one ingest)."""
+    results directory), then a replay of every buffer of the paper (the SQLite store's one ingest), which
+    also (re)sets the experiment's ``description``."""
     uri = resolve_uri(spec["tracking"]["uri"])
     rec = buffer_record(
         key=f"{spec['paper']}.{spec['scale']}.artefacts",
@@ -141,4 +194,5 @@ def log_paper_artefacts(spec: dict, files: list[str], tags: dict, start_ms: int)
     buf = Path(spec["paper_dir"]) / "tracking-artefacts.jsonl"
     write_buffer(buf, [rec])
     root = scale_root(spec["results"], spec["scale"])  # the buffers are the scale's; the store is shared
-    return ingest(paper_buffers(root, spec["paper"]) + [buf], uri, spec["results"])
+    notes = {spec["paper"]: description} if description else None
+    return ingest(paper_buffers(root, spec["paper"]) + [buf], uri, spec["results"], notes)

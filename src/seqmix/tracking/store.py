@@ -24,8 +24,12 @@ KEY_TAG = "seqmix.key"
 FINGERPRINT_TAG = "seqmix.fingerprint"
 PARENT_KEY_TAG = "seqmix.parent_key"
 PARENT_RUN_TAG = "mlflow.parentRunId"
+# A leaf's run of an older config (same run name, another key), tagged then deleted: see ``supersede``.
+SUPERSEDED_TAG, SUPERSEDED_BY_TAG = "seqmix.superseded", "seqmix.superseded_by"
 # The MLflow UI shows an experiment as model training (runs, charts), not as a GenAI app (traces).
 EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_development"
+NOTE_TAG = "mlflow.note.content"  # the description the UI shows on an experiment's (or a run's) page
+MODEL_DIR = "model"  # a training run's artifact folder for its trained weights
 PROXIED = "mlflow-artifacts:/"  # artifact URIs resolved by the server's --artifacts-destination
 # MLflow's client retries a dead server for minutes (7 retries, backoff factor 2, 120 s timeout); a
 # tracking outage must cost a job seconds. Defaults only: the user's own environment wins.
@@ -123,19 +127,21 @@ def ui_command(results: str | Path) -> str:
     )
 
 
-def ensure_experiment(mlf, name: str, live: bool) -> str:
-    """The experiment's id, created if missing, tagged as model training. With a server the server picks
-    the artifact location; with SQLite it is ``mlflow-artifacts:/<name>``, which stores no absolute path:
-    ``mlflow ui --artifacts-destination <results>/.mlflow/artifacts`` resolves it wherever results/ lives."""
+def ensure_experiment(mlf, name: str, live: bool, description: str | None = None) -> str:
+    """The experiment's id, created if missing, tagged as model training and, when ``description`` is given,
+    described by it (``mlflow.note.content``; an existing experiment's description is updated). With a server
+    the server picks the artifact location; with SQLite it is ``mlflow-artifacts:/<name>``, which stores no
+    absolute path: ``mlflow ui --artifacts-destination <results>/.mlflow/artifacts`` resolves it wherever
+    results/ lives."""
+    wanted = {EXPERIMENT_KIND_TAG: EXPERIMENT_KIND}
+    if description:
+        wanted[NOTE_TAG] = description
     exp = mlf.get_experiment_by_name(name)
     if exp is None:
-        return mlf.create_experiment(
-            name,
-            artifact_location=None if live else PROXIED + name,
-            tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND},
-        )
-    if exp.tags.get(EXPERIMENT_KIND_TAG) != EXPERIMENT_KIND:
-        mlf.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+        return mlf.create_experiment(name, artifact_location=None if live else PROXIED + name, tags=wanted)
+    for tag, value in wanted.items():
+        if exp.tags.get(tag) != value:
+            mlf.set_experiment_tag(exp.experiment_id, tag, value)
     return exp.experiment_id
 
 
@@ -150,21 +156,32 @@ def _complete(run, fp: str) -> bool:
     return run.data.tags.get(FINGERPRINT_TAG) == fp and run.info.status == "FINISHED"
 
 
-def ingest_records(records: list[dict], uri: str, results: str | Path) -> dict[str, int]:
-    """Write buffered runs (parents first) under the store lock. Returns {created, skipped, replaced}:
-    replaced counts the runs deleted (incomplete, duplicate or stale runs of the same key)."""
-    counts = {"created": 0, "skipped": 0, "replaced": 0}
+def ingest_records(
+    records: list[dict], uri: str, results: str | Path, descriptions: dict[str, str] | None = None
+) -> dict[str, int]:
+    """Write buffered runs (parents first) under the store lock, describing their experiments by
+    ``descriptions`` where given. Returns {created, skipped, replaced, superseded}: replaced counts the runs
+    deleted as incomplete, duplicate or stale runs of the same key, superseded the runs of the same leaf and
+    stage made by another config (``supersede``)."""
+    counts = {"created": 0, "skipped": 0, "replaced": 0, "superseded": 0}
     if not records:
         return counts
     with exclusive(lock_path(uri, results)):
         mlf, live = client(uri), is_live(uri)
         exp_ids: dict[str, str] = {}
         children: dict[str, dict[str, list]] = {}  # per experiment: parent key -> runs naming it (one query)
+        named: dict[str, dict[str, list]] = {}  # per experiment: run name -> its runs (one query)
+        gone: set[str] = set()  # runs superseded by this ingest
         for rec in records:
             if rec["experiment"] not in exp_ids:
-                exp_ids[rec["experiment"]] = ensure_experiment(mlf, rec["experiment"], live)
+                note = (descriptions or {}).get(rec["experiment"])
+                exp_ids[rec["experiment"]] = ensure_experiment(mlf, rec["experiment"], live, note)
                 children[rec["experiment"]] = children_by_parent(mlf, exp_ids[rec["experiment"]])
+                named[rec["experiment"]] = runs_by_name(mlf, exp_ids[rec["experiment"]])
             eid = exp_ids[rec["experiment"]]
+            older = [
+                r for r in named[rec["experiment"]].get(rec["run_name"], []) if r.data.tags.get(KEY_TAG) != rec["key"]
+            ]
             existing = find_runs(mlf, eid, KEY_TAG, rec["key"])
             keep = next((r for r in existing if _complete(r, rec["fingerprint"])), None)
             for r in existing:
@@ -173,12 +190,14 @@ def ingest_records(records: list[dict], uri: str, results: str | Path) -> dict[s
                     counts["replaced"] += 1
             if keep is not None:
                 counts["skipped"] += 1
+                counts["superseded"] += supersede(mlf, older, keep.info.run_id, children[rec["experiment"]], gone)
                 continue
             run_id = write_run(mlf, eid, rec, results, live)
             for child in children[rec["experiment"]].get(rec["key"], []):  # already in MLflow before this ingest
                 if child.data.tags.get(PARENT_RUN_TAG) != run_id:
                     mlf.set_tag(child.info.run_id, PARENT_RUN_TAG, run_id)
             counts["created"] += 1
+            counts["superseded"] += supersede(mlf, older, run_id, children[rec["experiment"]], gone)
     return counts
 
 
@@ -201,6 +220,9 @@ def write_run(mlf, experiment_id: str, rec: dict, results: str | Path, live: boo
     log_points(mlf, rid, rec["metrics"], rec.get("end_ms"))
     for rel in rec.get("artifacts", []):
         _log_artifact(mlf, run, Path(results) / rel, results, live)
+    if rec.get("dataset"):
+        log_dataset(mlf, rid, rec["dataset"])
+    log_model(mlf, run, rec, results, live)
     mlf.set_tag(rid, FINGERPRINT_TAG, rec["fingerprint"])
     mlf.set_terminated(rid, "FINISHED", end_time=rec.get("end_ms"))
     return rid
@@ -223,17 +245,46 @@ def log_points(mlf, run_id: str, metrics: dict[str, list], default_ms: int | Non
         mlf.log_batch(run_id, metrics=points[i : i + 1000])
 
 
-def _log_artifact(mlf, run, path: Path, results: str | Path, live: bool) -> None:
+def log_dataset(mlf, run_id: str, dataset: dict, context: str = "training") -> None:
+    """Log a buffer record's ``dataset`` (``buffer.dataset_record``) as the run's input: a metadata-only
+    dataset (MLflow never sees the data) whose source carries the data source label and its origin."""
+    from mlflow.data.code_dataset_source import CodeDatasetSource
+    from mlflow.data.meta_dataset import MetaDataset
+    from mlflow.entities import DatasetInput, InputTag
+
+    source = CodeDatasetSource({"data_source": dataset["source"], "origin": dataset["origin"]})
+    meta = MetaDataset(source, name=dataset["name"], digest=dataset["digest"])
+    tags = [InputTag("mlflow.data.context", context)]
+    mlf.log_inputs(run_id, datasets=[DatasetInput(meta._to_mlflow_entity(), tags=tags)])
+
+
+def _log_artifact(mlf, run, path: Path, results: str | Path, live: bool, subdir: str = "", link: bool = False) -> None:
+    """Log ``path`` as the artifact ``<subdir>/<name>``. In the embedded store the file is copied where
+    ``mlflow ui`` serves it from, or with ``link`` hard-linked there (no copy of a model's weights; the
+    pipeline replaces its files by rename, so the link keeps the bytes this run made); a server uploads it."""
     if not path.exists():
         log.warning("mlflow: artifact %s is missing; not logged", path)
         return
     uri = run.info.artifact_uri
     if not live and uri.startswith(PROXIED):  # the embedded store: copy where `mlflow ui` serves it from
-        dest = artifact_root(results) / uri[len(PROXIED) :] / path.name
+        dest = artifact_root(results) / uri[len(PROXIED) :] / subdir / path.name
         dest.parent.mkdir(parents=True, exist_ok=True)
+        if link:
+            dest.unlink(missing_ok=True)
+            try:
+                os.link(path, dest)
+                return
+            except OSError:  # another file system, or links refused: copy
+                pass
         shutil.copyfile(path, dest)
     else:
-        mlf.log_artifact(run.info.run_id, str(path))
+        mlf.log_artifact(run.info.run_id, str(path), subdir or None)
+
+
+def log_model(mlf, run, rec: dict, results: str | Path, live: bool) -> None:
+    """A training record's model file, as the run's artifact ``model/<name>`` (see ``_log_artifact``)."""
+    if rec.get("model"):
+        _log_artifact(mlf, run, Path(results) / rec["model"], results, live, MODEL_DIR, link=True)
 
 
 def parent_run_id(mlf, experiment_id: str, parent_key: str) -> str | None:
@@ -259,6 +310,58 @@ def children_by_parent(mlf, experiment_id: str) -> dict[str, list]:
             return out
 
 
+def runs_by_name(mlf, experiment_id: str) -> dict[str, list]:
+    """{run name: active seqmix runs of that name}, for the whole experiment in one paged query."""
+    out: dict[str, list] = {}
+    token = None
+    while True:
+        page = mlf.search_runs(
+            [experiment_id], filter_string=f"tags.`{KEY_TAG}` LIKE '%'", max_results=5000, page_token=token
+        )
+        for r in page:
+            out.setdefault(r.info.run_name, []).append(r)
+        token = page.token
+        if not token:
+            return out
+
+
+def supersede(
+    mlf, older: list, current_id: str, children: dict[str, list] | None = None, done: set[str] | None = None
+) -> int:
+    """Mark ``older`` (runs of the same leaf and stage made by an earlier config: the same run name, another
+    key) as superseded by the run ``current_id``, so each leaf shows one current run: each is tagged
+    ``seqmix.superseded=true`` and ``seqmix.superseded_by=<run id>``, then deleted, which hides it from the
+    UI's default (active) view but keeps it, restorable (the UI's "Deleted" view, ``mlflow runs restore``),
+    until ``mlflow gc``. Their active children ({parent key: runs}, an evaluation of the older model) go with
+    them. ``done`` collects the ids deleted, so runs listed again (the caller's lists are read once) are
+    left alone. Returns how many runs were superseded."""
+    n, done = 0, set() if done is None else done
+    for run in older:
+        if run.info.run_id == current_id or run.info.run_id in done or run.info.lifecycle_stage != "active":
+            continue
+        stale = [run, *(children or {}).get(run.data.tags.get(KEY_TAG), [])]
+        for r in stale:
+            if r.info.run_id in done:
+                continue
+            done.add(r.info.run_id)
+            mlf.set_tag(r.info.run_id, SUPERSEDED_TAG, "true")
+            mlf.set_tag(r.info.run_id, SUPERSEDED_BY_TAG, current_id)
+            mlf.delete_run(r.info.run_id)
+            n += 1
+    return n
+
+
+def supersede_older(mlf, experiment_id: str, run_name: str, key: str, current_id: str) -> int:
+    """``supersede`` the active runs named ``run_name`` whose key is not ``key`` (one live run's end)."""
+    older = [
+        r
+        for r in find_runs(mlf, experiment_id, "mlflow.runName", run_name)
+        if r.data.tags.get(KEY_TAG) not in (None, key)
+    ]
+    children = {k: find_runs(mlf, experiment_id, PARENT_KEY_TAG, k) for k in {r.data.tags[KEY_TAG] for r in older}}
+    return supersede(mlf, older, current_id, children)
+
+
 def adopt_children(mlf, experiment_id: str, key: str, run_id: str) -> None:
     """Point every child that names ``key`` as its parent at ``run_id`` (children replayed before their
     parent, or whose parent was rewritten)."""
@@ -275,8 +378,12 @@ def delete_runs_of(mlf, experiment_id: str, key: str) -> int:
     return len(runs)
 
 
-def init_experiments(uri: str, experiments: Iterable[str], results: str | Path) -> dict[str, str]:
-    """Create the database (if SQLite) and one experiment per paper, once, under the lock. {name: id}."""
+def init_experiments(
+    uri: str, experiments: Iterable[str], results: str | Path, descriptions: dict[str, str] | None = None
+) -> dict[str, str]:
+    """Create the database (if SQLite) and one experiment per paper, once, under the lock, each described by
+    its entry of ``descriptions`` when it has one. {name: id}."""
+    descriptions = descriptions or {}
     with exclusive(lock_path(uri, results)):
         mlf, live = client(uri), is_live(uri)
-        return {name: ensure_experiment(mlf, name, live) for name in experiments}
+        return {name: ensure_experiment(mlf, name, live, descriptions.get(name)) for name in experiments}
