@@ -446,4 +446,4 @@ def test_progress_reports_a_damaged_checkpoint_instead_of_crashing(tmp_path):
     interrupted(out)
     (out / "checkpoint.pt").write_bytes((out / "checkpoint.pt").read_bytes()[:100])
     leaf = {"out_dir": str(out), "hash": config_hash(leaf_cfg()), "config": leaf_cfg()}
-    assert _leaf_status(leaf, ["mse"]) == ("damaged checkpoint", [""])
+    assert _leaf_status(leaf, ["mse"]) == ("damaged checkpoint", [""], set())
