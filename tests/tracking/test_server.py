@@ -183,9 +183,10 @@ def test_eight_concurrent_jobs_all_arrive(server, tmp_path):
     for i in range(8):
         run = small_run(tmp_path / f"job{i}", server)
         run["cell"] = f"k2-{i}"
-        for leaf in run["leaves"]:  # distinct leaves: distinct config hashes and MLflow runs
+        for leaf in run["leaves"]:  # distinct leaves: distinct ids, config hashes and MLflow runs
             leaf["config"]["train"]["lr"] = 0.01 * (i + 1)
             leaf["hash"] = config_hash(leaf["config"])
+            leaf["id"] = f"{leaf['id']}-job{i}"  # one leaf id with another hash would supersede the first's run
         path = tmp_path / f"run{i}.json"
         path.write_text(json.dumps(run))
         runs.append(run)
