@@ -139,3 +139,14 @@ def test_stage_work_names_what_a_task_lacks():
     assert "PROBES" in lacks(teacher, "diagnose")
     with pytest.raises(NotImplementedError, match="_NoEvaluate implements no evaluate"):
         _NoEvaluate.evaluate(object.__new__(_NoEvaluate), None)
+
+
+def test_more_warmup_than_training_steps_is_refused(tmp_path, root):
+    """Cross-field: warmup_steps > steps ran a schedule that never reached its peak (found by the job, not the load)."""
+
+    def too_much_warmup(exp):
+        exp["base"].setdefault("train", {}).update(schedule="warmup_cosine", warmup_steps=10**6)
+
+    path = write_paper(tmp_path, root, too_much_warmup)
+    with pytest.raises(ConfigError, match=r"train\.warmup_steps: 1000000 warmup steps exceed the \d+ training steps"):
+        load_paper(path, "tiny")

@@ -91,6 +91,7 @@ def _check_leaf(paper_file: Path, exp: dict, leaf: Any, scale: str) -> None:
         _check_options(classes["model"], model, "model", fail)
     if "mixer" in classes:
         _check_options(classes["mixer"], get_path(c, "model.mixer"), "model.mixer", fail)
+    _check_cross_fields(c, fail)
     task_cls = classes.get("task")
     if task_cls is not None:
         for stage in exp.get("stages") or DEFAULT_STAGES:
@@ -101,6 +102,16 @@ def _check_leaf(paper_file: Path, exp: dict, leaf: Any, scale: str) -> None:
                     f"the task {get_path(c, 'task.name')!r} ({task_cls.qualname}) cannot run the stage {stage!r} "
                     f"that experiments.{leaf.experiment}.stages lists: {why}",
                 )
+
+
+def _check_cross_fields(c: dict, fail) -> None:
+    """Rules between fields that no single option's schema can state (each failed a job before, not the load).
+    Heads dividing the width is the mixer's own rule (attention's, not the heads paper's factorized mixer, whose
+    heads are independent maps): it stays in the mixers' constructors."""
+    train = c.get("train") or {}
+    steps, warmup = train.get("steps"), train.get("warmup_steps")
+    if isinstance(steps, int) and isinstance(warmup, int) and warmup > steps:
+        fail("train.warmup_steps", f"{warmup} warmup steps exceed the {steps} training steps")
 
 
 def _check_options(cls: catalogue.Component, block: dict, keypath: str, fail) -> None:
