@@ -116,13 +116,22 @@ def run_check(check: dict, ours: Any, reported: Any, ref: float | None = None, a
     return _slope(check, ours, ref, axis)
 
 
+def within_target(check: dict, reported: Any) -> tuple[float, float] | None:
+    """(target, tolerance) of a ``within`` check without lo/hi: its ``target`` (default: the reported value)
+    and atol + rtol * |target|; None when the check gives lo/hi instead."""
+    if check.get("lo") is not None or check.get("hi") is not None:
+        return None
+    target = check.get("target", _reported_value(reported))
+    if target is None:
+        raise ValueError("within needs lo/hi, a target, or a numeric reported value")
+    return target, check.get("atol", 0.0) + check.get("rtol", 0.0) * abs(target)
+
+
 def _within(check: dict, ours: float, reported: Any) -> tuple[bool, str]:
     lo, hi = check.get("lo"), check.get("hi")
-    if lo is None and hi is None:
-        target = check.get("target", _reported_value(reported))
-        if target is None:
-            raise ValueError("within needs lo/hi, a target, or a numeric reported value")
-        tol = check.get("atol", 0.0) + check.get("rtol", 0.0) * abs(target)
+    band = within_target(check, reported)
+    if band is not None:
+        target, tol = band
         return abs(ours - target) <= tol, f"|{ours:.6g} - {target:.6g}| <= {tol:.3g}"
     ok = (lo is None or ours >= lo) and (hi is None or ours <= hi)
     return ok, f"{ours:.6g} in [{lo}, {hi}]"

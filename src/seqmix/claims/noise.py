@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from .checks import InvalidInput, _log, _reported_value, axis_values
+from .checks import InvalidInput, _log, axis_values, within_target
 
 NONE, SEEDS, BINOMIAL, SEEDS_BINOMIAL = "none", "seeds", "binomial", "seeds+binomial"
 NOISE_KINDS = (NONE, SEEDS, BINOMIAL, SEEDS_BINOMIAL)
@@ -179,11 +179,9 @@ def _band(lo: float, hi: float, e: Estimate, text: str) -> tuple[str, str]:
 
 def _within(check: dict, e: Estimate, reported: Any) -> tuple[str, str]:
     lo, hi = check.get("lo"), check.get("hi")
-    if lo is None and hi is None:
-        target = check.get("target", _reported_value(reported))
-        if target is None:
-            raise ValueError("within needs lo/hi, a target, or a numeric reported value")
-        tol = check.get("atol", 0.0) + check.get("rtol", 0.0) * abs(target)
+    band = within_target(check, reported)
+    if band is not None:
+        target, tol = band
         return _band(target - tol, target + tol, e, f"{_bounds(e)} in {target:.6g} ± {tol:.3g}")
     lo, hi = -math.inf if lo is None else lo, math.inf if hi is None else hi
     return _band(lo, hi, e, f"{_bounds(e)} in [{lo}, {hi}]")

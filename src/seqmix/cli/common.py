@@ -11,3 +11,11 @@ def command(sub: argparse._SubParsersAction, name: str, fn, help_: str) -> argpa
     sp.set_defaults(fn=fn)
     sp.add_argument("--threads", type=int, default=1, help="torch threads (the rule's `threads`)")
     return sp
+
+
+def near_miss(name: str, known: list[str]) -> str:
+    """'; did you mean 'x'?' for the closest of ``known`` to a misspelt ``name``, or ''."""
+    import difflib
+
+    near = difflib.get_close_matches(name, known, n=1)
+    return f"; did you mean {near[0]!r}?" if near else ""

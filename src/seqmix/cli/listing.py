@@ -80,11 +80,9 @@ def _papers(args) -> dict[str, dict]:
 
     known = discover_papers(args.root)
     if getattr(args, "paper", None) and args.paper not in known:
-        import difflib
+        from .common import near_miss
 
-        near = difflib.get_close_matches(args.paper, known, n=1)
-        hint = f"; did you mean {near[0]!r}?" if near else ""
-        raise SystemExit(f"unknown paper {args.paper!r} (papers: {', '.join(known)}){hint}")
+        raise SystemExit(f"unknown paper {args.paper!r} (papers: {', '.join(known)}){near_miss(args.paper, known)}")
     chosen = [args.paper] if getattr(args, "paper", None) else known
     return {p: load_paper(Path(args.root) / "config" / "papers" / f"{p}.yaml", _scale(args)) for p in chosen}
 

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from ..results import SCALES
+from .common import near_miss
 from .listing import markdown
 
 
@@ -104,17 +105,13 @@ def _leaf_status(leaf: dict, metrics: list[str]) -> tuple[str, list[str], set[st
 def _check_names(results: Path, paper: str, experiment: str | None) -> None:
     """A misspelt paper or experiment is named as such (with what exists), not taken for a run not yet made. A
     paper is known by its config (config/papers/<paper>.yaml) or by its results at any scale under ``results``."""
-    import difflib
-
     from ..config.base import load_yaml
     from ..config.loading import discover_papers
     from ..results import paper_dir, scale_roots
 
     papers = discover_papers(".")
     if paper not in papers and not any(paper_dir(r, paper).is_dir() for r in scale_roots(results)):
-        near = difflib.get_close_matches(paper, papers, n=1)
-        hint = f"; did you mean {near[0]!r}?" if near else ""
-        raise SystemExit(f"unknown paper {paper!r} (papers: {', '.join(papers)}){hint}")
+        raise SystemExit(f"unknown paper {paper!r} (papers: {', '.join(papers)}){near_miss(paper, papers)}")
     if experiment is not None and paper in papers:
         experiments = sorted(load_yaml(Path("config") / "papers" / f"{paper}.yaml").get("experiments") or {})
         if experiment not in experiments:
@@ -143,9 +140,8 @@ def cmd_progress(args):
             rows.append({"leaf": leaf["id"], "status": status, **dict(zip(metrics, values))})
     unknown = [m for m in metrics if m not in seen]
     if seen and unknown:  # no evaluated leaf has it: a typo, not a value still to come
-        import difflib
-
-        near = difflib.get_close_matches(unknown[0], sorted(seen), n=1)
-        hint = f"; did you mean {near[0]!r}?" if near else ""
-        raise SystemExit(f"unknown metric {unknown[0]!r}: the evaluated leaves have {', '.join(sorted(seen))}{hint}")
+        known = sorted(seen)
+        raise SystemExit(
+            f"unknown metric {unknown[0]!r}: the evaluated leaves have {', '.join(known)}{near_miss(unknown[0], known)}"
+        )
     print(markdown(rows))

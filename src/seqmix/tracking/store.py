@@ -295,34 +295,29 @@ def parent_run_id(mlf, experiment_id: str, parent_key: str) -> str | None:
     return pick[0].info.run_id if pick else None
 
 
-def children_by_parent(mlf, experiment_id: str) -> dict[str, list]:
-    """{parent key: active runs naming it}, for the whole experiment in one paged query."""
+def _grouped_runs(mlf, experiment_id: str, tag: str, key) -> dict[str, list]:
+    """{key(run): active runs carrying ``tag``}, for the whole experiment in one paged query."""
     out: dict[str, list] = {}
     token = None
     while True:
         page = mlf.search_runs(
-            [experiment_id], filter_string=f"tags.`{PARENT_KEY_TAG}` LIKE '%'", max_results=5000, page_token=token
+            [experiment_id], filter_string=f"tags.`{tag}` LIKE '%'", max_results=5000, page_token=token
         )
         for r in page:
-            out.setdefault(r.data.tags[PARENT_KEY_TAG], []).append(r)
+            out.setdefault(key(r), []).append(r)
         token = page.token
         if not token:
             return out
+
+
+def children_by_parent(mlf, experiment_id: str) -> dict[str, list]:
+    """{parent key: active runs naming it}, for the whole experiment in one paged query."""
+    return _grouped_runs(mlf, experiment_id, PARENT_KEY_TAG, lambda r: r.data.tags[PARENT_KEY_TAG])
 
 
 def runs_by_name(mlf, experiment_id: str) -> dict[str, list]:
     """{run name: active seqmix runs of that name}, for the whole experiment in one paged query."""
-    out: dict[str, list] = {}
-    token = None
-    while True:
-        page = mlf.search_runs(
-            [experiment_id], filter_string=f"tags.`{KEY_TAG}` LIKE '%'", max_results=5000, page_token=token
-        )
-        for r in page:
-            out.setdefault(r.info.run_name, []).append(r)
-        token = page.token
-        if not token:
-            return out
+    return _grouped_runs(mlf, experiment_id, KEY_TAG, lambda r: r.info.run_name)
 
 
 def supersede(
