@@ -13,10 +13,22 @@ keyword-only parameter, its default recorded, parameters without a default requi
 Type mapping: bool -> boolean, int -> integer (at most INT_OPTION_MAX unless Opt says), float -> number,
 str -> string, ``Literal[...]`` -> enum, ``X | None`` -> adds null, ``dict`` -> object,
 ``list[X]``/``tuple[X, ...]`` -> array of X, other unions -> anyOf.
+
+Options several components share (a data set's split sizes, a model stack's width and depth) are declared once
+as an :class:`OptionGroup`, a frozen dataclass, and a component takes the group as one keyword-only parameter::
+
+    @grouped
+    def __init__(self, *, source: str = "generated", splits: DataSplits = DataSplits(train_size=8192)): ...
+
+The group's fields are the component's options (flat in a config and in the generated schema, so a config reads
+``train_size: 20`` whichever class declares it); the parameter's default instance gives this class's defaults;
+``@grouped`` folds the flat keywords a caller passes into the instance.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
 import types
 import typing
@@ -75,24 +87,110 @@ class Option:
         return self.default is inspect.Parameter.empty
 
 
+class OptionGroup:
+    """Base of an option group: subclass it as ``@dataclass(frozen=True, kw_only=True)`` with typed, defaulted
+    fields (constraints as for any option), and take it as one keyword-only parameter of a ``@grouped``
+    ``__init__``. A field without a default is an option every config must give."""
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+
+def is_group(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, OptionGroup)
+
+
+def _group_options(group: type, default: Any) -> list[Option]:
+    """The fields of ``group`` as options, their defaults from the parameter's default instance when it has one."""
+    hints = typing.get_type_hints(group, include_extras=True)
+    out = []
+    for f in dataclasses.fields(group):
+        if isinstance(default, group):
+            value = getattr(default, f.name)
+        elif f.default is not dataclasses.MISSING:
+            value = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            value = f.default_factory()
+        else:
+            value = inspect.Parameter.empty
+        out.append(Option(f.name, hints[f.name], value))
+    return out
+
+
+def _groups_of(fn: Any) -> dict[str, tuple[type, Any]]:
+    """{parameter: (group class, default instance or empty)} of the group parameters of ``fn``."""
+    hints = typing.get_type_hints(fn, include_extras=True)
+    return {
+        p.name: (hints[p.name], p.default)
+        for p in inspect.signature(fn).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and is_group(hints.get(p.name))
+    }
+
+
+def grouped(init: Any) -> Any:
+    """Decorate an ``__init__`` that takes option groups: callers (the config's flat options, tests) pass the
+    group's fields as keywords, and the wrapped ``__init__`` receives one group instance per parameter (the
+    default instance with the given fields replaced). Passing both the instance and one of its fields is an
+    error."""
+    groups = _groups_of(init)
+
+    @functools.wraps(init)
+    def wrapper(self, *args, **kw):
+        for name, (group, default) in groups.items():
+            picked = {f: kw.pop(f) for f in group.field_names() if f in kw}
+            if name in kw:
+                if picked:
+                    raise TypeError(f"{type(self).__name__}: give {name} or its fields {sorted(picked)}, not both")
+                continue
+            kw[name] = dataclasses.replace(default, **picked) if isinstance(default, group) else group(**picked)
+        return init(self, *args, **kw)
+
+    wrapper.__signature__ = _flat_signature(init)  # what inspect.signature shows callers: the flat options
+    return wrapper
+
+
+def _flat_signature(fn: Any) -> inspect.Signature:
+    _keyword_options(fn, fn.__qualname__)  # an option declared twice fails here, at class definition
+    hints = typing.get_type_hints(fn, include_extras=True)
+    params = []
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and is_group(hints.get(p.name)):
+            kinds = inspect.Parameter.KEYWORD_ONLY
+            params += [
+                inspect.Parameter(o.name, kinds, default=o.default, annotation=o.annotation)
+                for o in _group_options(hints[p.name], p.default)
+            ]
+        else:
+            params.append(p)
+    return inspect.Signature(params)
+
+
 def declared_options(cls: type) -> list[Option]:
     """The options of ``cls``: the keyword-only parameters of its ``__init__`` (contract parameters left
-    out), minus those a preset fixes (``fixed_options``, set by ``mixers.base.register_preset``)."""
+    out; an option group stands for its fields), minus those a preset fixes (``fixed_options``, set by
+    ``mixers.base.register_preset``)."""
     fixed = cls.__dict__.get("fixed_options")
     if fixed is not None:
         return [o for o in declared_options(cls.__mro__[1]) if o.name not in fixed]
-    return _keyword_options(cls.__init__, cls.__qualname__)
+    return _keyword_options(inspect.unwrap(cls.__init__), cls.__qualname__)
 
 
 def _keyword_options(fn: Any, who: str) -> list[Option]:
     hints = typing.get_type_hints(fn, include_extras=True)
-    out = []
+    out: list[Option] = []
     for p in inspect.signature(fn).parameters.values():
         if p.kind is not inspect.Parameter.KEYWORD_ONLY or p.name in CONTRACT:
             continue
         if p.name not in hints:
             raise TypeError(f"{who}: option {p.name!r} has no type annotation")
-        out.append(Option(p.name, hints[p.name], p.default))
+        if is_group(hints[p.name]):
+            out += _group_options(hints[p.name], p.default)
+        else:
+            out.append(Option(p.name, hints[p.name], p.default))
+    names = [o.name for o in out]
+    if len(set(names)) < len(names):
+        raise TypeError(f"{who}: options declared twice: {sorted({n for n in names if names.count(n) > 1})}")
     return out
 
 

@@ -15,24 +15,21 @@ import torch
 from torch import nn
 
 from .. import registry
-from ..options import MixerSpec, Opt, OptPosInt, PosInt
-from .blocks import BlockKind, MlpHidden, MlpRatio, NormKind, make_blocks, make_norm, mixer_kwargs
+from ..options import Opt, OptPosInt, grouped
+from .blocks import make_blocks, make_norm, mixer_kwargs
+from .option_groups import BlockOptions, Stack
 
 
 @registry.register_model("sequence_classifier")
 class SequenceClassifier(nn.Module):
+    @grouped
     def __init__(
         self,
         d_out: int | None = None,
         seq_len: int | None = None,
         *,
-        d_model: PosInt,
-        n_layers: PosInt,
-        mixer: MixerSpec,
-        block: BlockKind = "residual_mlp",
-        mlp_ratio: MlpRatio = 4.0,
-        mlp_hidden: MlpHidden = None,
-        norm: NormKind = "layernorm",
+        stack: Stack,
+        blocks: BlockOptions = BlockOptions(),
         pooling: Literal["mean", "last"] = "mean",
         vocab_size: OptPosInt = None,
         d_in: OptPosInt = None,
@@ -50,10 +47,11 @@ class SequenceClassifier(nn.Module):
         if pooling not in ("mean", "last"):
             raise ValueError(f"pooling must be 'mean' or 'last', got {pooling!r}")
         self.pooling = pooling
+        d_model = stack.d_model
         self.encoder = nn.Embedding(V, d_model) if V is not None else nn.Linear(d_in, d_model)
-        hidden = int(round(mlp_ratio * d_model)) if mlp_hidden is None else mlp_hidden
-        self.blocks = make_blocks(d_model, n_layers, mixer, block, hidden, norm, seq_len, V)
-        self.norm = make_norm(norm, d_model)
+        hidden = blocks.hidden(d_model)
+        self.blocks = make_blocks(d_model, stack.n_layers, stack.mixer, blocks.block, hidden, blocks.norm, seq_len, V)
+        self.norm = make_norm(blocks.norm, d_model)
         self.head = nn.Linear(d_model, K)
 
     # what the influence and gradient-flow probes hook into (capabilities.LayerStack)

@@ -15,23 +15,20 @@ import torch
 from torch import nn
 
 from .. import registry
-from ..options import MixerSpec, OptPosInt, PosInt
-from .blocks import BlockKind, MlpHidden, MlpRatio, NormKind, make_blocks, make_norm, mixer_kwargs
+from ..options import OptPosInt, grouped
+from .blocks import make_blocks, make_norm, mixer_kwargs
+from .option_groups import BlockOptions, Stack
 
 
 @registry.register_model("decoder_lm")
 class DecoderLM(nn.Module):
+    @grouped
     def __init__(
         self,
         seq_len: int | None = None,
         *,
-        d_model: PosInt,
-        n_layers: PosInt,
-        mixer: MixerSpec,
-        block: BlockKind = "residual_mlp",
-        mlp_ratio: MlpRatio = 4.0,
-        mlp_hidden: MlpHidden = None,
-        norm: NormKind = "layernorm",
+        stack: Stack,
+        blocks: BlockOptions = BlockOptions(),
         tie_embeddings: bool = True,
         vocab_size: OptPosInt = None,
     ):
@@ -41,12 +38,15 @@ class DecoderLM(nn.Module):
         V = vocab_size
         if V is None:
             raise ValueError("vocab_size: give it in the config or build from a token task (Task.model_inputs)")
+        d_model = stack.d_model
         self.vocab_size, self.d_model = V, d_model
-        self.mlp_hidden = int(round(mlp_ratio * d_model)) if mlp_hidden is None else mlp_hidden
+        self.mlp_hidden = blocks.hidden(d_model)
         self.embed = nn.Embedding(V, d_model)
         nn.init.normal_(self.embed.weight, std=0.02)
-        self.blocks = make_blocks(d_model, n_layers, mixer, block, self.mlp_hidden, norm, seq_len, V)
-        self.norm = make_norm(norm, d_model)
+        self.blocks = make_blocks(
+            d_model, stack.n_layers, stack.mixer, blocks.block, self.mlp_hidden, blocks.norm, seq_len, V
+        )
+        self.norm = make_norm(blocks.norm, d_model)
         self.head = nn.Linear(d_model, V, bias=False)
         if tie_embeddings:
             self.head.weight = self.embed.weight

@@ -41,8 +41,9 @@ from torch import nn
 
 from .. import registry
 from ..mixers.base import build_mixer
-from ..options import MixerSpec, Opt, OptPosInt, PosInt
+from ..options import Opt, OptPosInt, grouped
 from .blocks import mixer_kwargs
+from .option_groups import Stack
 
 LRANorm = Literal["batchnorm", "layernorm"]
 Dropout = Annotated[float, Opt(minimum=0, maximum=1)]
@@ -129,14 +130,13 @@ def valid_lengths(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
 
 @registry.register_model("lra_classifier")
 class LRAClassifier(nn.Module):
+    @grouped
     def __init__(
         self,
         d_out: int | None = None,
         seq_len: int | None = None,
         *,
-        d_model: PosInt,
-        n_layers: PosInt,
-        mixer: MixerSpec,
+        stack: Stack,
         bidirectional: Annotated[bool, Opt(description="wrap the mixer in 'bidirectional' (b2s6 spec §2.5)")] = True,
         norm: LRANorm = "batchnorm",
         prenorm: bool = False,
@@ -165,12 +165,13 @@ class LRAClassifier(nn.Module):
             raise ValueError(f"model.n_documents: expected 1 or 2, got {n_documents!r}")
         if n_documents == 2 and vocab_size is None:
             raise ValueError("model.n_documents: 2 (retrieval) needs token inputs (vocab_size)")
+        d_model, mixer = stack.d_model, stack.mixer
         self.tokens = vocab_size is not None
         self.pad_id, self.n_documents, self.prenorm, self.mask_padding = pad_id, n_documents, prenorm, mask_padding
         self.encoder = nn.Embedding(vocab_size, d_model) if self.tokens else nn.Linear(d_in, d_model)
         self.blocks = nn.ModuleList(
             LRABlock(d_model, self._mixer(mixer, d_model, layer, seq_len, bidirectional), norm, prenorm, dropout, skip)
-            for layer in range(n_layers)
+            for layer in range(stack.n_layers)
         )
         self.final_norm = make_lra_norm(norm, d_model) if prenorm else None
         if n_documents == 1:

@@ -17,10 +17,11 @@ from typing import ClassVar, Literal
 
 import torch
 
-from ..options import NonNegInt, OptPosInt, PosInt
+from ..options import NonNegInt, OptPosInt, PosInt, grouped
 from ..registry import register_task
 from .image_data import find_fashion_mnist
-from .lra_tasks import ClassificationSet, _sizes, fingerprint
+from .lra_tasks import ClassificationSet, fingerprint
+from .option_groups import CappedSplits, DataFiles, DataSplits, Evaluation
 
 
 @register_task("lra_image")
@@ -46,23 +47,19 @@ class LRAImage(ClassificationSet):
     n_classes = 10
     pixels = True
 
+    @grouped
     def __init__(
         self,
         *,
         source: Literal["auto", "digits", "fashion-mnist", "cifar10"] = "auto",
-        data_dir: str | None = None,
-        data_seed: NonNegInt = 0,
+        files: DataFiles = DataFiles(),
+        splits: CappedSplits = CappedSplits(),
         channels: Literal[1, 3] = 1,
         image_size: OptPosInt = None,
-        train_size: OptPosInt = None,
-        val_size: OptPosInt = None,
-        test_size: OptPosInt = None,
-        eval_split: Literal["test", "val"] = "test",
-        eval_batch: PosInt = 64,
-        cache_dir: str | None = None,
+        evaluation: Evaluation = Evaluation(),
         dtype: torch.dtype = torch.float32,
     ):
-        directory = os.fspath(data_dir) if data_dir else None
+        directory = files.directory()
         if source in ("auto", "fashion-mnist"):
             found = find_fashion_mnist(directory)
             directory = os.fspath(found) if found else directory
@@ -72,11 +69,11 @@ class LRAImage(ClassificationSet):
             "directory": directory,
             "channels": channels,
             "image_size": image_size,
-            "seed": data_seed,
-            "caps": {"train": train_size, "val": val_size, "test": test_size},
+            "seed": splits.data_seed,
+            "caps": splits.sizes(),
         }
         self.channels, self.image_size = channels, image_size
-        self._setup(cache_dir, eval_split, eval_batch, dtype)
+        self._setup(files, evaluation, dtype)
 
     @property
     def seq_len(self) -> int:
@@ -102,39 +99,36 @@ class LRAPathfinder(ClassificationSet):
 
     pixels = True
 
+    @grouped
     def __init__(
         self,
         *,
         source: Literal["generated", "lra"] = "generated",
-        data_dir: str | None = None,
-        data_seed: NonNegInt = 0,
+        files: DataFiles = DataFiles(),
+        splits: DataSplits = DataSplits(),
         resolution: PosInt = 32,
         path_len: OptPosInt = None,
         n_distractors: NonNegInt = 2,
-        train_size: PosInt = 2000,
-        val_size: PosInt = 200,
-        test_size: PosInt = 200,
-        eval_split: Literal["test", "val"] = "test",
-        eval_batch: PosInt = 64,
-        cache_dir: str | None = None,
+        evaluation: Evaluation = Evaluation(),
         dtype: torch.dtype = torch.float32,
     ):
+        data_dir = files.data_dir
         if source == "lra":
             if not data_dir:
                 raise ValueError(
                     "lra_pathfinder: source 'lra' needs data_dir (e.g. pathfinder32/curv_contour_length_14)"
                 )
             self.builder, self.inputs = "pathfinder_dir", fingerprint([os.path.join(data_dir, "metadata")])
-            self.args = {"directory": os.fspath(data_dir), "seed": data_seed}
+            self.args = {"directory": files.directory(), "seed": splits.data_seed}
         else:
             self.builder, self.inputs = "pathfinder", []
             self.args = {
-                "seed": data_seed,
-                "sizes": _sizes(train_size, val_size, test_size),
+                "seed": splits.data_seed,
+                "sizes": splits.sizes(),
                 **{"size": resolution, "path_len": path_len, "n_distractors": n_distractors},
             }
         self.seq_len, self.resolution, self.data_dir = resolution * resolution, resolution, data_dir
-        self._setup(cache_dir, eval_split, eval_batch, dtype)
+        self._setup(files, evaluation, dtype)
 
     @property
     def data(self) -> dict:

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
 
-from ..options import NonNegInt, Opt, PosInt
+from ..options import Opt, PosInt, grouped
 from ..registry import register_task
 from .base import Task
 from .data_cache import cached
@@ -33,6 +32,7 @@ from .lra_listops import generate_listops, load_listops_tsv
 from .lra_pathfinder import generate_pathfinder, load_pathfinder_dir
 from .lra_retrieval import generate_pairs, load_aan
 from .lra_text import generate_sentiment, load_imdb
+from .option_groups import DataFiles, DataSplits, Evaluation
 from .sampling import epoch_indices
 from .seq_data import BYTE_VOCAB
 from .text_sources import find_text_files
@@ -70,10 +70,6 @@ def load_set(builder: str, args_json: str, extra_json: str, cache_dir: str | Non
     return cached(f"b2s6_{builder}", key, lambda: BUILDERS[builder](**args), cache_dir)
 
 
-def _sizes(train: int, val: int, test: int) -> dict[str, int]:
-    return {"train": train, "val": val, "test": test}
-
-
 def _text_inputs() -> list:
     return [(c, str(p), p.stat().st_size) for c, p in find_text_files()]
 
@@ -90,9 +86,9 @@ class ClassificationSet(Task):
     pad_side = "right"
     task_name: ClassVar[str]  # the registered name, also the sampling stream's name (epoch_indices)
 
-    def _setup(self, cache_dir, eval_split, eval_batch, dtype) -> None:
-        self.cache_dir = os.fspath(cache_dir) if cache_dir else None
-        self.eval_split, self.eval_batch, self.dtype = eval_split, eval_batch, dtype
+    def _setup(self, files: DataFiles, evaluation: Evaluation, dtype) -> None:
+        self.cache_dir = files.cache()
+        self.eval_split, self.eval_batch, self.dtype = evaluation.eval_split, evaluation.eval_batch, dtype
         self.d_out = self.n_classes
 
     @property
@@ -187,39 +183,35 @@ class LRAListOps(ClassificationSet):
 
     n_classes = 10
 
+    @grouped
     def __init__(
         self,
         *,
         source: Literal["generated", "lra"] = "generated",
-        data_dir: str | None = None,
-        data_seed: NonNegInt = 0,
-        train_size: PosInt = 2000,
-        val_size: PosInt = 200,
-        test_size: PosInt = 200,
+        files: DataFiles = DataFiles(),
+        splits: DataSplits = DataSplits(),
         max_depth: PosInt = 4,
         max_args: PosInt = 5,
         min_len: PosInt = 10,
         max_len: PosInt = 256,
         pad_side: Literal["right", "left"] = "right",
-        eval_split: Literal["test", "val"] = "test",
-        eval_batch: PosInt = 64,
-        cache_dir: str | None = None,
+        evaluation: Evaluation = Evaluation(),
         dtype: torch.dtype = torch.float32,
     ):
         if source == "lra":
-            if not data_dir:
+            if not files.data_dir:
                 raise ValueError("lra_listops: source 'lra' needs data_dir (the folder of basic_*.tsv)")
-            self.builder, self.args = "listops_tsv", {"directory": os.fspath(data_dir), "max_len": max_len}
-            self.inputs = fingerprint([data_dir])
+            self.builder, self.args = "listops_tsv", {"directory": files.directory(), "max_len": max_len}
+            self.inputs = fingerprint([files.data_dir])
         else:
             self.builder, self.inputs = "listops", []
             self.args = {
-                "seed": data_seed,
-                "sizes": _sizes(train_size, val_size, test_size),
+                "seed": splits.data_seed,
+                "sizes": splits.sizes(),
                 **{"max_depth": max_depth, "max_args": max_args, "min_len": min_len, "max_len": max_len},
             }
         self.vocab_size, self.seq_len, self.pad_side = len(LISTOPS_VOCAB), max_len, pad_side
-        self._setup(cache_dir, eval_split, eval_batch, dtype)
+        self._setup(files, evaluation, dtype)
 
     def model_inputs(self) -> dict:
         return {"vocab_size": self.vocab_size, "d_out": self.d_out, "seq_len": self.seq_len}
@@ -245,40 +237,36 @@ class LRAText(ClassificationSet):
 
     task_name = "lra_text"
 
+    @grouped
     def __init__(
         self,
         *,
         source: Literal["auto", "installed", "procedural", "imdb"] = "auto",
-        data_dir: str | None = None,
-        data_seed: NonNegInt = 0,
-        train_size: PosInt = 2000,
-        val_size: PosInt = 200,
-        test_size: PosInt = 200,
+        files: DataFiles = DataFiles(),
+        splits: DataSplits = DataSplits(),
         max_len: PosInt = 512,
         n_markers: PosInt = 5,
         pad_side: Literal["right", "left"] = "right",
-        eval_split: Literal["test", "val"] = "test",
-        eval_batch: PosInt = 64,
-        cache_dir: str | None = None,
+        evaluation: Evaluation = Evaluation(),
         dtype: torch.dtype = torch.float32,
     ):
         if source == "imdb":
-            if not data_dir:
+            if not files.data_dir:
                 raise ValueError("lra_text: source 'imdb' needs data_dir (aclImdb folders or imdb parquet files)")
-            self.builder, self.inputs = "imdb", fingerprint([data_dir])
-            self.args = {"directory": os.fspath(data_dir), "max_len": max_len, "seed": data_seed}
+            self.builder, self.inputs = "imdb", fingerprint([files.data_dir])
+            self.args = {"directory": files.directory(), "max_len": max_len, "seed": splits.data_seed}
         else:
             self.builder = "sentiment"
             self.inputs = _text_inputs() if source != "procedural" else []
             if source == "installed" and not self.inputs:
                 raise FileNotFoundError(f"{self.task_name}: source 'installed' but no installed text was found")
             self.args = {
-                "seed": data_seed,
-                "sizes": _sizes(train_size, val_size, test_size),
+                "seed": splits.data_seed,
+                "sizes": splits.sizes(),
                 **{"max_len": max_len, "n_markers": n_markers, "procedural": source == "procedural"},
             }
         self.vocab_size, self.seq_len, self.pad_side = BYTE_VOCAB, max_len, pad_side
-        self._setup(cache_dir, eval_split, eval_batch, dtype)
+        self._setup(files, evaluation, dtype)
 
     def model_inputs(self) -> dict:
         return {"vocab_size": self.vocab_size, "d_out": self.d_out, "seq_len": self.seq_len}
@@ -304,39 +292,35 @@ class LRARetrieval(ClassificationSet):
 
     task_name = "lra_retrieval"
 
+    @grouped
     def __init__(
         self,
         *,
         source: Literal["auto", "installed", "procedural", "aan"] = "auto",
-        data_dir: str | None = None,
-        data_seed: NonNegInt = 0,
-        train_size: PosInt = 2000,
-        val_size: PosInt = 200,
-        test_size: PosInt = 200,
+        files: DataFiles = DataFiles(),
+        splits: DataSplits = DataSplits(),
         max_len: PosInt = 256,
         n_templates: Annotated[int, Opt(minimum=2)] = 8,
-        eval_split: Literal["test", "val"] = "test",
-        eval_batch: PosInt = 64,
-        cache_dir: str | None = None,
+        evaluation: Evaluation = Evaluation(),
         dtype: torch.dtype = torch.float32,
     ):
         if source == "aan":
-            if not data_dir:
+            if not files.data_dir:
                 raise ValueError("lra_retrieval: source 'aan' needs data_dir (the folder of new_aan_pairs.*.tsv)")
-            self.builder, self.inputs = "aan", fingerprint([data_dir])
-            self.args = {"directory": os.fspath(data_dir), "max_len": max_len}
+            self.builder, self.inputs = "aan", fingerprint([files.data_dir])
+            self.args = {"directory": files.directory(), "max_len": max_len}
         else:
             self.builder = "pairs"
             self.inputs = _text_inputs() if source != "procedural" else []
             if source == "installed" and not self.inputs:
                 raise FileNotFoundError(f"{self.task_name}: source 'installed' but no installed text was found")
             self.args = {
-                "seed": data_seed,
-                "sizes": _sizes(train_size, val_size, test_size),
+                "seed": splits.data_seed,
+                "sizes": splits.sizes(),
                 **{"max_len": max_len, "n_templates": n_templates, "procedural": source == "procedural"},
             }
         self.vocab_size, self.seq_len = BYTE_VOCAB, max_len
-        self._setup(cache_dir, eval_split, eval_batch, dtype)
+        self._setup(files, evaluation, dtype)
 
     def model_inputs(self) -> dict:
         return {"vocab_size": self.vocab_size, "d_out": self.d_out, "seq_len": self.seq_len, "n_documents": 2}
