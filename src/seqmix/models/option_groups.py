@@ -6,8 +6,9 @@ gives the fields flat (``model: {d_model: 64, n_layers: 2, mixer: {...}, block: 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
-from ..options import MixerSpec, OptionGroup, PosInt
+from ..options import MixerSpec, Opt, OptionGroup, PosInt
 from .blocks import BlockKind, MlpHidden, MlpRatio, NormKind
 
 
@@ -16,6 +17,15 @@ class Stack(OptionGroup):
     d_model: PosInt
     n_layers: PosInt
     mixer: MixerSpec
+    # read by models.build_model, not by the model: it replaces d_model by the width whose model is closest
+    target_params: Annotated[
+        int | None,
+        Opt(
+            minimum=1,
+            description="match this trainable parameter count: d_model becomes the even width whose model is "
+            "closest to it (models.sizing.width_for_target; the count is reported as the train marker's n_params)",
+        ),
+    ] = None
 
 
 @dataclass(frozen=True, kw_only=True)

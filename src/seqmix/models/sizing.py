@@ -121,3 +121,62 @@ def size_decoder_lm(
         "mlp_hidden": kw.get("mlp_hidden"),
         "parameters": n,
     }
+
+
+def width_for_target(build: Callable[[int], nn.Module], target: int, widths: Iterable[int] = range(2, 2049, 2)) -> int:
+    """The width d (from ``widths``, ascending) whose ``build(d)`` has the trainable parameter count closest to
+    ``target`` (ties: the smaller width). Counts grow with the width, so a bisection finds the crossing;
+    a width the model refuses (e.g. heads not dividing it: ValueError) is skipped. Candidates are built on the
+    ``meta`` device (no memory), with the random state restored, so the search leaves the model's init alone."""
+    if target < 1:
+        raise ValueError(f"target_params must be a positive parameter count, got {target!r}")
+    cands = sorted(set(widths))
+    memo: dict[int, int | None] = {}
+
+    def count(i: int) -> int | None:
+        d = cands[i]
+        if d not in memo:
+            memo[d] = _count_or_none(build, d)
+        return memo[d]
+
+    def valid_from(i: int, step: int) -> int | None:
+        while 0 <= i < len(cands):
+            if count(i) is not None:
+                return i
+            i += step
+        return None
+
+    def reaches(i: int) -> bool:  # monotone in i: the first valid width from i is at or above the target
+        j = valid_from(i, 1)
+        return j is None or count(j) >= target
+
+    lo, hi = 0, len(cands)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if reaches(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    near = {valid_from(lo, 1) if lo < len(cands) else None, valid_from(lo - 1, -1) if lo > 0 else None}
+    near.discard(None)
+    if not near:
+        raise ValueError(f"target_params: no width in {cands[0]}..{cands[-1]} builds this model")
+    best = min(near, key=lambda i: (abs(count(i) - target), cands[i]))
+    return cands[best]
+
+
+def _count_or_none(build: Callable[[int], nn.Module], d: int) -> int | None:
+    """The parameter count of ``build(d)``, None when the model refuses the width; on ``meta`` when the model
+    allows it, else (an init that reads values) on the CPU."""
+    with torch.random.fork_rng(devices=[]):
+        try:
+            with torch.device("meta"):
+                return count_parameters(build(d))
+        except (ValueError, TypeError):
+            return None
+        except Exception:  # an init that needs real values (e.g. a numpy step) cannot run on meta
+            pass
+        try:
+            return count_parameters(build(d))
+        except (ValueError, TypeError):
+            return None

@@ -157,6 +157,7 @@ def _train_leaf(work, run: dict, leaf: dict, label: str):
         "device": tags.get("device"),
         "data_source": result.get("data_source"),
         "torch_threads": work.torch_threads(),
+        "n_params": result.get("n_params"),
     }
     log.info(
         "%s: done in %.1f s (final train loss %.3g)", label, result["seconds"], marker["final_train_loss"] or math.nan

@@ -23,6 +23,7 @@ import torch
 
 from ..io import torch_save
 from ..models import build_model
+from ..models.sizing import count_parameters
 from ..registry import get_task
 from . import lr_stages
 from .checkpoint import load_checkpoint, load_final_weights, save_checkpoint
@@ -107,7 +108,8 @@ def train(
     """Train one leaf. Writes ``checkpoint.pt`` every ``checkpoint_every`` steps and ``model.pt`` at the end.
 
     Returns {"history": {"step": [...], "train_loss": [...], "lr": [...], "grad_norm_<label>": [...] (with
-    train.grad_norms)}, "steps": int, "resumed_from": int | None, "seconds": float, "backends": {module: backend},
+    train.grad_norms)}, "steps": int, "n_params": int (trainable, a tied head once), "resumed_from": int | None,
+    "seconds": float, "backends": {module: backend},
     "diagnostics": {"calls": int, "seconds": float}}.
     ``on_log(step, metrics)`` is called at every logged step (live tracking); ``on_backend(report)`` once,
     after the first step, with the backend each layer ran (``seqmix.ops.backends.backend_report``).
@@ -169,6 +171,7 @@ def train(
         "diagnostics": {"calls": diagnose.calls, "seconds": round(diagnose.seconds, 4)},
         # where the data came from, as the task saw it where it trained (a GPU box may hold other files)
         "data_source": getattr(task, "data_source", None),
+        "n_params": count_parameters(model),
     }
 
 
