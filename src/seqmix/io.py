@@ -236,11 +236,11 @@ def write_text(path: str | os.PathLike, text: str, checksum: bool = False) -> No
     write_bytes(path, text.encode(), checksum=checksum)
 
 
-def write_json(path: str | os.PathLike, obj: Any, indent: int | None = 2) -> None:
-    """Atomically write JSON with sorted keys. Non-finite floats are written as null."""
-    write_text(
-        path, json.dumps(_finite(obj), sort_keys=True, indent=indent, default=lambda x: _finite(_jsonable(x))) + "\n"
-    )
+def write_json(path: str | os.PathLike, obj: Any, indent: int | None = 2, checksum: bool = False) -> None:
+    """Atomically write JSON with sorted keys (with ``checksum`` also its sidecar). Non-finite floats are
+    written as null."""
+    text = json.dumps(_finite(obj), sort_keys=True, indent=indent, default=lambda x: _finite(_jsonable(x)))
+    write_text(path, text + "\n", checksum=checksum)
 
 
 def _finite(obj: Any) -> Any:

@@ -459,7 +459,7 @@ def test_train_cell_skips_a_leaf_with_a_matching_marker(tmp_path, monkeypatch):
     done_leaf, todo_leaf = run["leaves"]
     done_out = Path(done_leaf["out_dir"])
     sentinel = {"id": done_leaf["id"], "hash": done_leaf["hash"], "steps": 20, "sentinel": True}
-    write_json(done_out / "train.done.json", sentinel)
+    write_json(done_out / "train.done.json", sentinel, checksum=True)  # as the stage writes it
     trained = []
     real_train = loop.train
 
