@@ -189,6 +189,20 @@ def claims_remake_command(path: str | Path) -> str:
     return f".venv/bin/snakemake --workflow-profile profiles/local{config} --forcerun claims -- {path}"
 
 
+def read_leaf_output(path: str | Path, stage: str = "train") -> dict:
+    """A leaf's JSON output (its ``stage`` marker, or ``history.json``) that an artefact builds a table from,
+    after verifying its checksum: an edited or unchecksummed one would enter the artefact's summary under a
+    fresh checksum. ``CorruptResult`` says how the stage makes it again."""
+    path = Path(path)
+    marker = leaf_marker(path.parent, stage)
+    up = path.parent.parents  # <root>/<scale>/<paper>/<experiment>/<variant>/<point>/seed<k>/
+    scale = up[4] if len(up) > 4 else Path()
+    config = f" --config scale={scale.name} results={scale.parent}" if scale.name in SCALES else ""
+    redo = f".venv/bin/snakemake --workflow-profile profiles/local{config} --forcerun {stage}"
+    _verify(path, f"the {stage} stage makes it again when it redoes the leaf: delete {marker} and run {redo}")
+    return read_json(path)
+
+
 def _verify(path: str | Path, remake: str) -> None:
     why = verify_checksum(path)
     if why:

@@ -95,6 +95,58 @@ def test_an_edited_train_marker_is_redone_from_the_final_checkpoint(evaluated, c
     assert verify_checksum(marker) is None
 
 
+def test_an_edited_history_is_rewritten_by_the_train_stage(evaluated, caplog):
+    """history.json (the artefacts read it) carries a checksum; an edited one makes the leaf not done, so the
+    train stage rewrites it from the final checkpoint."""
+    run, out, _ = evaluated
+    history = out / "history.json"
+    before = history.read_bytes()
+    _edit(history, lambda h: h["train_loss"].__setitem__(0, 0.5))
+    with caplog.at_level(logging.INFO):
+        run_stage("train", run)
+    assert "history.json: checksum mismatch" in caplog.text and "resumed from step 10" in caplog.text
+    assert history.read_bytes() == before and verify_checksum(history) is None
+
+
+def _stability(leaf: dict, out: Path) -> None:
+    from seqmix.papers.b2s6.analysis import stability
+
+    leaf = dict(leaf, config={**leaf["config"], "task": {"scale": 1.0}})
+    spec = {"analysis": {"stability": {"after_fraction": 0.5, "spike_factor": 2.0}}, "inputs": {"leaves": {}}}
+    spec["inputs"]["leaves"]["e5"] = [leaf]
+    stability(spec, out)
+
+
+def _e9_throughput(leaf: dict, out: Path) -> None:
+    from seqmix.papers.b2s6.e9_lm import throughput_rows
+
+    leaf = dict(leaf, config={**leaf["config"], "task": {"segment_len": 8}})
+    throughput_rows({"inputs": {"leaves": {"e9": [leaf]}}})
+
+
+@pytest.mark.parametrize(
+    "name, change, artefact",
+    [
+        ("history.json", lambda h: h.update(train_loss=[0.1, 0.1]), _stability),
+        ("train.done.json", lambda m: m.update(seconds=1e-3), _e9_throughput),
+    ],
+    ids=["history_b2s6_stability", "train_marker_b2s6_e9"],
+)
+def test_an_artefact_refuses_an_edited_leaf_output(tmp_path, name, change, artefact):
+    """Guards: an analysis built its summary.csv (checksummed afresh) from an edited history.json (b2s6
+    stability: the training loss) or train marker (e9: the training seconds)."""
+    cfg = leaf_cfg(steps=10, checkpoint_every=10, test_size=16)
+    run = run_config(tmp_path / "results", [cfg])
+    run_stage("train", run)
+    leaf = run["leaves"][0]
+    out = Path(leaf["out_dir"])
+    _edit(out / name, change)
+    remake = rf"delete {re.escape(str(out / 'train.done.json'))} and run .*--config scale=tiny .*--forcerun train"
+    with pytest.raises(CorruptResult, match=rf"{name}: checksum mismatch.*{remake}"):
+        artefact(leaf, tmp_path / "out")
+    assert not (tmp_path / "out" / "summary.csv").exists()
+
+
 # ----------------------------------------------------------------------------- 1. cell markers and collect
 
 

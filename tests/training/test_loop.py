@@ -479,7 +479,8 @@ def test_train_cell_skips_a_leaf_with_a_matching_marker(tmp_path, monkeypatch):
     done_leaf, todo_leaf = run["leaves"]
     done_out = Path(done_leaf["out_dir"])
     sentinel = {"id": done_leaf["id"], "hash": done_leaf["hash"], "steps": 20, "sentinel": True}
-    write_json(done_out / "train.done.json", sentinel, checksum=True)  # as the stage writes it
+    write_json(done_out / "train.done.json", sentinel, checksum=True)  # as the stage writes them
+    write_json(done_out / "history.json", {"step": [], "train_loss": []}, checksum=True)
     trained = []
     real_train = loop.train
 

@@ -51,7 +51,7 @@ def run_stage(stage: str, run: dict) -> dict:
     for i, leaf in enumerate(run["leaves"], 1):
         out = Path(leaf["out_dir"])
         marker = leaf_marker(out, stage)
-        if _done(marker, leaf["hash"]) and _trusted(marker, stage) and intact(out):
+        if _done(marker, leaf["hash"]) and _trusted(marker, stage) and intact(out, stage):
             log.info("[%d/%d] %s: %s already done", i, n, leaf["id"], stage)
         else:
             done = leaf_work(work, run, leaf, f"[{i}/{n}] {leaf['id']}")
@@ -78,13 +78,13 @@ def run_stage(stage: str, run: dict) -> dict:
     return {"leaves": summary, "rows": rows} if stage == "diagnose" else {"leaves": summary}
 
 
-def _trusted(marker: Path, stage: str) -> bool:
-    """Whether a done marker matches its checksum: one edited, damaged or without its checksum would put
-    values its stage never wrote into the summary, so its stage is done again (training resumes from the
-    final checkpoint: no step is trained twice)."""
-    why = verify_checksum(marker)
+def _trusted(path: Path, stage: str) -> bool:
+    """Whether a done marker (or ``history.json``) matches its checksum: one edited, damaged or without its
+    checksum would put values its stage never wrote into a summary, so its stage is done again (training
+    resumes from the final checkpoint: no step is trained twice)."""
+    why = verify_checksum(path)
     if why:
-        log.warning("%s: %s; its values cannot be trusted, so %s again", marker, why, _AGAIN[stage])
+        log.warning("%s: %s; its values cannot be trusted, so %s again", path, why, _AGAIN[stage])
     return why is None
 
 
@@ -147,7 +147,7 @@ def _train_leaf(work, run: dict, leaf: dict, label: str):
     if not lead:
         return None
     hist = result["history"]
-    write_json(out / "history.json", hist)
+    write_json(out / "history.json", hist, checksum=True)  # artefacts read it (results.read_leaf_output)
     end_ms = tracking_buffer.now_ms()
     pairs = {name: list(zip(hist["step"], hist[name])) for name in hist if name not in ("step", "diagnostics")}
     diag = hist.get("diagnostics") or {}
@@ -220,11 +220,12 @@ def _diagnose_leaf(work, run: dict, leaf: dict, label: str):
     return marker, rec, None
 
 
-_ALWAYS: Callable[[Path], bool] = lambda out: True
+# (leaf work, whether a done leaf's data files are intact (out, stage)); the artefacts read history.json
+_ALWAYS: Callable[[Path, str], bool] = lambda out, stage: True
 _LEAF_WORK = {
-    "train": (_train_leaf, _ALWAYS),
+    "train": (_train_leaf, lambda out, stage: _trusted(out / "history.json", stage)),
     "evaluate": (_evaluate_leaf, _ALWAYS),
-    "diagnose": (_diagnose_leaf, lambda out: is_intact(out / "diagnose.csv")),
+    "diagnose": (_diagnose_leaf, lambda out, stage: is_intact(out / "diagnose.csv")),
 }
 
 
