@@ -209,11 +209,6 @@ def _verify(path: str | Path, remake: str) -> None:
         raise CorruptResult(f"{path}: {why}. {remake[0].upper()}{remake[1:]}; or delete it and rerun snakemake")
 
 
-def is_intact(path: str | Path) -> bool:
-    """True when ``path`` exists and matches its checksum (or has none to match: written before checksums)."""
-    return Path(path).is_file() and (not recorded_digests(path) or verify_checksum(path) is None)
-
-
 def discard_corrupt(paths) -> list[Path]:
     """Move aside (to ``<name>.corrupt``) each existing file of ``paths`` that fails its checksum, lacks the
     checksum it is always written with (``needs_checksum``) or, for another ``.json`` with no checksum (a run

@@ -20,7 +20,7 @@ import pytest
 from seqmix.claims import engine as C
 from seqmix.claims.checks import ClaimResult
 from seqmix.cli.main import main as cli_main
-from seqmix.io import checksum_path, read_json, verify_checksum, write_json
+from seqmix.io import checksum_path, read_json, verify_checksum, write_json, write_text
 from seqmix.pipeline.stages import run_stage
 from seqmix.results import CorruptResult, claims_paths, discard_corrupt, find_corrupt, verify_summary
 from tests.training.test_loop import leaf_cfg, run_config
@@ -259,3 +259,32 @@ def test_the_report_refuses_a_damaged_claims_csv(tmp_path, fault):
     with pytest.raises(SystemExit, match=r"claims\.csv: .*--forcerun claims"):
         cli_main(["claims-summary", "--results", str(results), "--out", str(tmp_path / "counts.md")])
     assert discard_corrupt([csv]) == [csv]  # the DAG moves it aside and forces it: the claims step runs again
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [lambda p: p.write_text(p.read_text().replace("0.25", "0.35")), lambda p: checksum_path(p).unlink()],
+    ids=["value_edited", "checksum_deleted"],
+)
+def test_an_artefact_refuses_a_summary_that_fails_its_checksum(tmp_path, monkeypatch, fault):
+    """Guards: an artefact read its experiments' summaries with pandas, unverified, so outside a DAG run (whose
+    repair moves a corrupt summary aside first) an edited summary entered the artefact's own summary.csv."""
+    import seqmix.registry
+
+    summary = _summary(tmp_path)
+    ran = []
+
+    def analysis(spec, out):  # what an analysis does: a table built from the summary it reads
+        ran.append(spec["name"])
+        write_text(out / "summary.csv", Path(spec["inputs"]["summaries"]["exp1"]).read_text(), checksum=True)
+
+    monkeypatch.setattr(seqmix.registry, "artefact_function", lambda paper, name: analysis)
+    spec = {"paper": "heads", "name": "copy", "inputs": {"summaries": {"exp1": str(summary)}, "artefacts": {}}}
+    write_json(tmp_path / "spec.json", spec)
+    args = ["artefact", "--run", str(tmp_path / "spec.json"), "--out", str(tmp_path / "copy")]
+    cli_main(args)
+    assert ran == ["copy"]
+    fault(summary)
+    with pytest.raises(SystemExit, match=r"summary\.csv: (checksum mismatch|no checksum)"):
+        cli_main(args)
+    assert ran == ["copy"]  # not run on the damaged summary

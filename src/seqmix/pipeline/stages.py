@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .. import registry
 from ..io import read_json, verify_checksum, write_json
-from ..results import LEAF_KEY, STAGES, is_intact, leaf_marker
+from ..results import LEAF_KEY, STAGES, leaf_marker
 from ..results import is_done as _done
 from ..tracking import buffer as tracking_buffer
 from ..tracking import live as tracking_live
@@ -225,7 +225,7 @@ _ALWAYS: Callable[[Path, str], bool] = lambda out, stage: True
 _LEAF_WORK = {
     "train": (_train_leaf, lambda out, stage: _trusted(out / "history.json", stage)),
     "evaluate": (_evaluate_leaf, _ALWAYS),
-    "diagnose": (_diagnose_leaf, lambda out, stage: is_intact(out / "diagnose.csv")),
+    "diagnose": (_diagnose_leaf, lambda out, stage: _trusted(out / "diagnose.csv", stage)),
 }
 
 
