@@ -21,8 +21,10 @@ import os
 import re
 import shutil
 import socket
+import sys
 import tempfile
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -236,11 +238,11 @@ def write_text(path: str | os.PathLike, text: str, checksum: bool = False) -> No
     write_bytes(path, text.encode(), checksum=checksum)
 
 
-def write_json(path: str | os.PathLike, obj: Any, indent: int | None = 2) -> None:
-    """Atomically write JSON with sorted keys. Non-finite floats are written as null."""
-    write_text(
-        path, json.dumps(_finite(obj), sort_keys=True, indent=indent, default=lambda x: _finite(_jsonable(x))) + "\n"
-    )
+def write_json(path: str | os.PathLike, obj: Any, indent: int | None = 2, checksum: bool = False) -> None:
+    """Atomically write JSON with sorted keys (with ``checksum`` also its sidecar). Non-finite floats are
+    written as null."""
+    text = json.dumps(_finite(obj), sort_keys=True, indent=indent, default=lambda x: _finite(_jsonable(x)))
+    write_text(path, text + "\n", checksum=checksum)
 
 
 def _finite(obj: Any) -> Any:
@@ -260,14 +262,33 @@ def read_json(path: str | os.PathLike) -> Any:
 
 def torch_bytes(obj: Any) -> bytes:
     """``obj`` as ``torch.save`` writes it (serialised in memory, so a failed disk write is a Python OSError
-    naming the file, not a torch stream-writer error)."""
+    naming the file, not a torch stream-writer error), its bytes a function of its values (``_canonical``)."""
     from io import BytesIO
 
     import torch
 
     buf = BytesIO()
-    torch.save(obj, buf)
+    torch.save(_canonical(obj), buf)
     return buf.getvalue()
+
+
+def _canonical(obj: Any) -> Any:
+    """``obj`` with every string interned and its dicts, lists and tuples rebuilt (tensors shared, not copied).
+
+    Pickle writes a string once and then refers back to it by object identity, so the bytes depended on
+    which equal strings were one object: after a resume the optimizer's and the history's keys are strings
+    unpickled from the checkpoint, not the interned literals of an uninterrupted run, and the checkpoint
+    differed in bytes though equal in values. Interned, equal strings are one object whatever their origin."""
+    if type(obj) is str:
+        return sys.intern(obj)
+    if type(obj) in (dict, OrderedDict):
+        out = type(obj)((_canonical(k), _canonical(v)) for k, v in obj.items())
+        if hasattr(obj, "_metadata"):  # a module's state_dict: the versions load_state_dict reads
+            out._metadata = _canonical(obj._metadata)
+        return out
+    if type(obj) in (list, tuple):
+        return type(obj)(_canonical(v) for v in obj)
+    return obj
 
 
 def torch_save(obj: Any, path: str | os.PathLike, checksum: bool = False) -> None:

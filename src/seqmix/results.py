@@ -30,9 +30,10 @@ scale root (``scale_root(results, scale)``) as its ``results`` argument.
 A leaf's stage is done when its marker exists and carries the leaf's config hash (``is_done``): a
 half-written leaf, or one of another config, has no such marker and is rebuilt.
 
-Summaries carry a checksum (``<name>.sha256``, ``seqmix.io``): a reader calls ``verify_summary``, which
-refuses a truncated or garbled one, and the DAG moves corrupt outputs aside (``discard_corrupt``) before
-Snakemake looks at them, so it sees them missing and makes them again.
+Summaries, claims.csv files and the stages' markers carry a checksum (``<name>.sha256``, ``seqmix.io``):
+a reader verifies it (``verify_summary``, ``verify_claims``, ``verify_cell_marker``) and refuses a
+truncated, edited or garbled file, or one whose checksum is gone; the DAG moves such outputs aside
+(``discard_corrupt``) before Snakemake looks at them, so it sees them missing and makes them again.
 """
 
 from __future__ import annotations
@@ -149,30 +150,70 @@ class CorruptResult(ValueError):
     """A result file that fails its checksum (or does not parse); the message names it and how to remake it."""
 
 
-def verify_summary(path: str | Path) -> None:
-    """Raise ``CorruptResult`` when ``path`` does not match its checksum. A file with no checksum (written
-    before summaries had one) is accepted with a warning: there is nothing to check it against."""
+# outputs always written with a checksum: one without (its sidecar deleted, or written before checksums) is
+# not trusted; a reader refuses it and the DAG makes it again (``discard_corrupt``), as for a failed checksum
+CHECKSUMMED_NAMES = ("summary.csv", "claims.csv")
+
+
+def needs_checksum(path: str | Path) -> bool:
+    """Whether ``path`` is an output written with a checksum by every writer: a summary (an experiment's, or
+    an analysis's that claims read), a claims.csv, a cell marker (``<experiment>/cells/<cell>.<stage>.json``)."""
     path = Path(path)
-    if not recorded_digests(path):
-        log.warning("%s has no checksum (%s); it cannot be verified", path, checksum_path(path).name)
-        return
+    return path.name in CHECKSUMMED_NAMES or (path.parent.name == "cells" and path.suffix == ".json")
+
+
+def verify_summary(path: str | Path) -> None:
+    """Raise ``CorruptResult`` when ``path`` does not match its checksum or has none."""
+    _verify(path, "the next DAG run moves it aside and makes it again (seqmix.results.discard_corrupt)")
+
+
+def verify_cell_marker(path: str | Path) -> None:
+    """Raise ``CorruptResult`` when a cell marker (collect's input) does not match its checksum or has none."""
+    _verify(
+        path, "the next DAG run moves it aside and runs its stage of that cell again (seqmix.results.discard_corrupt)"
+    )
+
+
+def verify_claims(path: str | Path) -> None:
+    """Raise ``CorruptResult`` when a claims.csv does not match its checksum or has none (a truncated one
+    would be read as if the paper had fewer claims); the message gives the command that remakes it."""
+    _verify(path, f"remake it with the paper's claims step: {claims_remake_command(path)} (a snakemake run of "
+                  "the default target also moves it aside and makes it again)")  # fmt: skip
+
+
+def claims_remake_command(path: str | Path) -> str:
+    """The snakemake command that makes ``<results>/<scale>/<paper>/claims.csv`` again."""
+    path = Path(path)
+    scale, root = path.parent.parent.name, path.parent.parent.parent
+    config = f" --config scale={scale} results={root}" if scale in SCALES else ""
+    return f".venv/bin/snakemake --workflow-profile profiles/local{config} --forcerun claims -- {path}"
+
+
+def read_leaf_output(path: str | Path, stage: str = "train") -> dict:
+    """A leaf's JSON output (its ``stage`` marker, or ``history.json``) that an artefact builds a table from,
+    after verifying its checksum: an edited or unchecksummed one would enter the artefact's summary under a
+    fresh checksum. ``CorruptResult`` says how the stage makes it again."""
+    path = Path(path)
+    marker = leaf_marker(path.parent, stage)
+    up = path.parent.parents  # <root>/<scale>/<paper>/<experiment>/<variant>/<point>/seed<k>/
+    scale = up[4] if len(up) > 4 else Path()
+    config = f" --config scale={scale.name} results={scale.parent}" if scale.name in SCALES else ""
+    redo = f".venv/bin/snakemake --workflow-profile profiles/local{config} --forcerun {stage}"
+    _verify(path, f"the {stage} stage makes it again when it redoes the leaf: delete {marker} and run {redo}")
+    return read_json(path)
+
+
+def _verify(path: str | Path, remake: str) -> None:
     why = verify_checksum(path)
     if why:
-        raise CorruptResult(
-            f"{path}: {why}. The next DAG run moves it aside and makes it again (seqmix.results.discard_corrupt); "
-            f"or delete it and rerun snakemake"
-        )
-
-
-def is_intact(path: str | Path) -> bool:
-    """True when ``path`` exists and matches its checksum (or has none to match: written before checksums)."""
-    return Path(path).is_file() and (not recorded_digests(path) or verify_checksum(path) is None)
+        raise CorruptResult(f"{path}: {why}. {remake[0].upper()}{remake[1:]}; or delete it and rerun snakemake")
 
 
 def discard_corrupt(paths) -> list[Path]:
-    """Move aside (to ``<name>.corrupt``) each existing file of ``paths`` that fails its checksum, or, for a
-    ``.json`` with no checksum (a cell marker), does not parse; returns the files moved. Run before the DAG
-    is built: Snakemake then sees them missing and reruns the rules that make them."""
+    """Move aside (to ``<name>.corrupt``) each existing file of ``paths`` that fails its checksum, lacks the
+    checksum it is always written with (``needs_checksum``) or, for another ``.json`` with no checksum (a run
+    config), does not parse; returns the files moved. Run before the DAG is built: Snakemake then sees them
+    missing and reruns the rules that make them."""
     moved = []
     for path, why in find_corrupt(paths):
         log.warning("%s: %s; moved aside to %s.corrupt so the DAG makes it again", path, why, path.name)
@@ -198,7 +239,7 @@ def _corruption(path: Path) -> str | None:
     """Why ``path`` is unusable, or None (also when it does not exist, or has nothing to check it against)."""
     if not path.is_file():
         return None
-    if recorded_digests(path):
+    if recorded_digests(path) or needs_checksum(path):
         return verify_checksum(path)
     if path.suffix == ".json":
         try:

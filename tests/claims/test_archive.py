@@ -39,7 +39,7 @@ def run(tmp_path):
     for table, frame in (("e1", rows), ("e2", [{"seed": s, "acc": 0.75} for s in (0, 1, 2)]), ("unread", rows)):
         (paper / table).mkdir(parents=True)
         write_text(paper / table / "summary.csv", pd.DataFrame(frame).to_csv(index=False), checksum=True)
-    pd.DataFrame([{"id": "x", "commit": "abc123"}]).to_csv(paper / "claims.csv", index=False)
+    write_text(paper / "claims.csv", pd.DataFrame([{"id": "x", "commit": "abc123"}]).to_csv(index=False), checksum=True)
     return paper
 
 

@@ -19,6 +19,7 @@ import pytest
 
 from seqmix.claims import engine as C
 from seqmix.claims import render as R
+from seqmix.io import write_text
 
 SCALE = "cpu"  # in every case's expected_at
 OTHER_SCALE = "tiny"  # in none
@@ -27,7 +28,7 @@ OTHER_SCALE = "tiny"  # in none
 def write_table(results: Path, table: str, rows: list[dict]) -> Path:
     path = results / table / "summary.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(rows).to_csv(path, index=False)
+    write_text(path, pd.DataFrame(rows).to_csv(index=False), checksum=True)  # as collect writes it
     return path
 
 

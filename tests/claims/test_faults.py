@@ -17,12 +17,13 @@ import pandas as pd
 import pytest
 
 from seqmix.claims import engine as C
+from seqmix.io import write_text
 
 
 def write_table(results: Path, rows: list[dict], table: str = "exp1") -> None:
     path = results / table / "summary.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(rows).to_csv(path, index=False)
+    write_text(path, pd.DataFrame(rows).to_csv(index=False), checksum=True)  # as collect writes it
 
 
 def claim(ours: dict, check: dict, **extra) -> dict:

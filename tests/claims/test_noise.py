@@ -14,12 +14,13 @@ from scipy import stats
 
 from seqmix.claims import engine as C
 from seqmix.claims import noise as N
+from seqmix.io import write_text
 
 
 def write(results: Path, rows: list[dict], table: str = "e1") -> None:
     path = results / table / "summary.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(rows).to_csv(path, index=False)
+    write_text(path, pd.DataFrame(rows).to_csv(index=False), checksum=True)  # as collect writes it
 
 
 def runs(variant: str, values: list[float], metric: str = "acc") -> list[dict]:

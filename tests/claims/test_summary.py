@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from seqmix.claims import engine as C
+from seqmix.io import write_text
 
 
 def _row(cid, source, verdict, kind=None, by_construction="", scale="tiny", commit="0123456789abcdef", secondary=""):
@@ -28,7 +29,7 @@ def _row(cid, source, verdict, kind=None, by_construction="", scale="tiny", comm
 
 def _write(results: Path, paper: str, rows: list[dict]) -> None:
     (results / paper).mkdir(parents=True)
-    pd.DataFrame(rows).to_csv(results / paper / "claims.csv", index=False)
+    write_text(results / paper / "claims.csv", pd.DataFrame(rows).to_csv(index=False), checksum=True)
 
 
 def test_claims_summary_counts_per_paper_and_kind(tmp_path, root):
@@ -158,7 +159,7 @@ def test_a_claim_that_holds_by_construction_is_shown_and_counted_apart(tmp_path)
     construction', not 'holds' (before issue 12 such claims were counted as reproduced)."""
     table = tmp_path / "e4" / "summary.csv"
     table.parent.mkdir()
-    pd.DataFrame([{"seed": s, "ratio": 49.0} for s in (42, 43)]).to_csv(table, index=False)
+    write_text(table, pd.DataFrame([{"seed": s, "ratio": 49.0} for s in (42, 43)]).to_csv(index=False), checksum=True)
     claim = {
         "id": "e4-ratio",
         "source": "paper",

@@ -273,7 +273,7 @@ def _collect(tmp_path: Path) -> Path:
     cells = []
     for i in range(2):
         cell = tmp_path / "cells" / f"c-{i}.evaluate.json"
-        sio.write_json(cell, {"leaves": [{"id": f"leaf{i}", "seed": i, "mse": 0.25 + i}]})
+        sio.write_json(cell, {"leaves": [{"id": f"leaf{i}", "seed": i, "mse": 0.25 + i}]}, checksum=True)
         cells.append(str(cell))
     out = tmp_path / "exp1" / "summary.csv"
     cli_main(["collect", "--out", str(out), *cells])
@@ -309,14 +309,15 @@ def test_a_corrupt_summary_is_refused_and_moved_aside_for_the_dag(tmp_path, dama
     assert (out.parent / "summary.csv.corrupt").exists()
 
 
-def test_a_summary_without_checksum_is_read_with_a_warning(tmp_path, caplog):
-    """Summaries written before checksums existed stay readable (nothing to check them against)."""
+def test_a_summary_without_checksum_is_refused_and_moved_aside(tmp_path):
+    """A summary with no checksum (its sidecar deleted, or written before summaries had one) cannot be told
+    from an edited one: refused, and moved aside so the DAG makes it again (issue 26; it was read with a
+    warning)."""
     out = tmp_path / "summary.csv"
     out.write_text("a,b\n1,2\n")
-    with caplog.at_level(logging.WARNING, logger="seqmix.results"):
+    with pytest.raises(CorruptResult, match=r"summary\.csv: no checksum.*makes it again"):
         verify_summary(out)
-    assert "has no checksum" in caplog.text
-    assert discard_corrupt([out]) == []
+    assert discard_corrupt([out]) == [out]
 
 
 def test_a_truncated_cell_marker_is_moved_aside(tmp_path):
@@ -390,7 +391,7 @@ def test_cli_stage_writes_the_disk_full_message_to_the_rule_log(tmp_path):
     """The rule's log (the job's stderr) gets one line naming the file and the space left, and so does stdout
     (Snakemake's console, for when the log itself is on the full disk); the exit is non-zero."""
     cell = tmp_path / "c-0.evaluate.json"
-    sio.write_json(cell, {"leaves": [{"id": "a", "mse": 1.0}]})
+    sio.write_json(cell, {"leaves": [{"id": "a", "mse": 1.0}]}, checksum=True)
     out = tmp_path / "exp1" / "summary.csv"
     log = tmp_path / "collect.log"
     with open(log, "w") as err:

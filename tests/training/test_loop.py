@@ -254,6 +254,26 @@ def test_in_process_resume_is_bit_identical(tmp_path, caplog):
     assert a["scheduler"] == b["scheduler"]
 
 
+@pytest.mark.parametrize(
+    "extra",
+    [{}, {"schedule": "warmup_cosine", "warmup_steps": 8, "grad_clip": 0.5, "optimizer": "adamw"}],
+    ids=["adam_cosine", "adamw_warmup_clip"],
+)
+def test_a_resumed_runs_checkpoint_has_the_bytes_of_an_uninterrupted_ones(tmp_path, extra):
+    """Guards: the values were equal but the files were not. torch.save pickles a string once and refers back
+    to it by object identity; after a resume the optimizer's and the history's keys were the strings unpickled
+    from the checkpoint, not the interned ones an uninterrupted run uses, so the pickle (and its checksum,
+    and the serialization id derived from it) differed."""
+    cfg = leaf_cfg(steps=40, checkpoint_every=10, **extra)
+    h = config_hash(cfg)
+    train(cfg, tmp_path / "resumed", h, stop_after=25)
+    assert train(cfg, tmp_path / "resumed", h)["resumed_from"] == 20
+    train(cfg, tmp_path / "fresh", h)
+    for name in ("checkpoint.pt", "checkpoint.prev.pt", "model.pt"):
+        a, b = (tmp_path / "resumed" / name).read_bytes(), (tmp_path / "fresh" / name).read_bytes()
+        assert a == b, f"{name}: {len(a)} and {len(b)} bytes differ"
+
+
 def test_resume_with_warmup_and_grad_clip_is_bit_identical(tmp_path):
     cfg = leaf_cfg(
         steps=40,
@@ -459,7 +479,8 @@ def test_train_cell_skips_a_leaf_with_a_matching_marker(tmp_path, monkeypatch):
     done_leaf, todo_leaf = run["leaves"]
     done_out = Path(done_leaf["out_dir"])
     sentinel = {"id": done_leaf["id"], "hash": done_leaf["hash"], "steps": 20, "sentinel": True}
-    write_json(done_out / "train.done.json", sentinel)
+    write_json(done_out / "train.done.json", sentinel, checksum=True)  # as the stage writes them
+    write_json(done_out / "history.json", {"step": [], "train_loss": []}, checksum=True)
     trained = []
     real_train = loop.train
 
@@ -562,6 +583,7 @@ def test_killed_training_job_resumes_bit_identically(tmp_path):
     a, b = load(leaf_dir / "checkpoint.pt"), load(leaf_dir2 / "checkpoint.pt")
     assert a["step"] == b["step"] == steps
     assert_optimizer_equal(a["optimizer"], b["optimizer"])
+    assert (leaf_dir / "checkpoint.pt").read_bytes() == (leaf_dir2 / "checkpoint.pt").read_bytes()  # and bytes
     h1, h2 = read_json(leaf_dir / "history.json"), read_json(leaf_dir2 / "history.json")
     assert h1["step"] == h2["step"] and h1["step"][-1] == steps
     assert h1["train_loss"] == h2["train_loss"]

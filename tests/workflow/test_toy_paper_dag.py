@@ -73,6 +73,8 @@ TOY_PACKAGE = '''
 """The throwaway paper's artefacts: fn(spec, out)."""
 import csv
 
+from seqmix.io import write_text
+
 
 def note(spec, out):
     (out / "note.md").write_text(f"{spec['analysis']['note']['greeting']} {spec['reported']['toy-positive']}\\n")
@@ -80,7 +82,8 @@ def note(spec, out):
 
 def numbers(spec, out):
     rows = list(csv.DictReader(open(spec["inputs"]["summaries"]["e1"])))
-    (out / "summary.csv").write_text(f"quantity,value\\nrows,{len(rows)}\\n")
+    # a summary the claims read carries a checksum (seqmix.results.verify_summary)
+    write_text(out / "summary.csv", f"quantity,value\\nrows,{len(rows)}\\n", checksum=True)
 
 
 def plot(spec, out):

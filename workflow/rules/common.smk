@@ -170,16 +170,19 @@ def claims_inputs(paper):
 
 
 def outputs_to_verify(paper):
-    """The outputs whose corruption the DAG repairs: what the claims read, every cell's stage markers, and the
-    run configs (JSON: one that does not parse failed every rerun with an error naming no file)."""
+    """The outputs whose corruption the DAG repairs: what the claims read, every cell's stage markers, the
+    paper's claims.csv (the report reads it), and the run configs (JSON: one that does not parse failed
+    every rerun with an error naming no file). A summary, marker or claims.csv whose checksum is missing
+    counts as corrupt (seqmix.results.needs_checksum)."""
     markers = [str(layout.cell_marker(RESULTS, paper, e, c, s)) for (e, c) in CELLS[paper] for s in stages_of(paper, e)]
     runs = [str(layout.cell_run_path(RESULTS, paper, e, c)) for (e, c) in CELLS[paper]]
     runs += [str(layout.artefact_run_path(RESULTS, paper, a)) for a in PAPERS[paper].get("artefacts") or {}]
     runs += [str(layout.claims_run_path(RESULTS, paper))]
-    return claims_inputs(paper) + markers + runs
+    return claims_inputs(paper) + markers + [str(layout.claims_paths(RESULTS, paper)[1])] + runs
 
 
-# A summary or marker that fails its checksum (or, a marker, does not parse) is moved aside and its path
+# A summary, marker or claims.csv that fails or lacks its checksum (or, a run config, does not parse) is moved
+# aside and its path
 # forced (the DAG's forcefiles, as --force would), so the rule that makes it runs again and so does every rule
 # downstream; moved aside alone, Snakemake would skip a missing file whose consumers are up to date (measured).
 # Not at parse time but from the input functions of `rule all` and of a paper's claims (whichever target the

@@ -32,11 +32,14 @@ def load_table(results_dir: Path, table: str) -> pd.DataFrame:
     path = Path(results_dir) / table / "summary.csv"
     if not path.exists():
         raise MissingResults(f"{path} does not exist")
-    verify_summary(path)  # a truncated or garbled summary stops the claims step, naming it (results.CorruptResult)
+    if path.stat().st_size == 0:  # named as such, with or without a checksum (the DAG remakes it)
+        raise InvalidInput(f"{path} is empty (0 bytes): no header, no rows")
+    # a truncated, garbled or unchecksummed summary stops the claims step, naming it (results.CorruptResult)
+    verify_summary(path)
     try:
         return pd.read_csv(path)
     except pd.errors.EmptyDataError:
-        raise InvalidInput(f"{path} is empty (0 bytes): no header, no rows") from None
+        raise InvalidInput(f"{path} is empty: no header, no rows") from None
 
 
 def _fmt_value(v: Any) -> str:

@@ -24,9 +24,12 @@ def main(argv: list[str] | None = None) -> None:
         group.register(sub)
     args = p.parse_args(argv)
     from ..io import DiskFullError
+    from ..results import CorruptResult
 
     try:
         args.fn(args)
+    except CorruptResult as e:  # one line naming the file and how to remake it
+        raise SystemExit(f"seqmix {args.cmd}: {e}") from None
     except DiskFullError as e:
         # one line naming the file and the space left: on stderr (the rule's log) and on stdout (Snakemake's
         # console), since a log on the full disk may not take it

@@ -72,6 +72,7 @@ def cmd_artefact(args):
         fn = artefact_function(spec["paper"], spec["name"])
     except LookupError as e:
         raise SystemExit(f"{args.run}: {e}") from None
+    _verify_inputs(spec)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     fn(spec, out)
@@ -79,6 +80,19 @@ def cmd_artefact(args):
         from ..report.html import write_table_html
 
         write_table_html(out / args.html_from, args.html, f"{spec['paper']}: {spec['name']}")
+
+
+def _verify_inputs(spec: dict) -> None:
+    """The summaries an artefact reads (experiments', and analyses' that it reads), verified before it runs:
+    an edited one would enter its outputs under a fresh checksum (results.CorruptResult names it)."""
+    from ..results import needs_checksum, verify_summary
+
+    inputs = spec.get("inputs") or {}
+    paths = list((inputs.get("summaries") or {}).values())
+    paths += [p for ps in (inputs.get("artefacts") or {}).values() for p in ps]
+    for path in paths:
+        if needs_checksum(path) and Path(path).exists():
+            verify_summary(path)
 
 
 def cmd_claims(args):

@@ -69,10 +69,12 @@ def cmd_stage(args) -> None:
 def cmd_collect(args):
     from ..io import read_json
     from ..report.tables import write_csv
+    from ..results import verify_cell_marker
 
     setup(args.threads, torch_now=False)
     rows = []
     for path in args.inputs:
+        verify_cell_marker(path)  # an edited marker would enter the summary under a fresh checksum
         cell = read_json(path)
         rows.extend(cell["rows"] if "rows" in cell else cell["leaves"])  # diagnose cells: many rows per leaf
     if not rows:

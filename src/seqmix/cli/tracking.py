@@ -39,17 +39,26 @@ def cmd_mlflow_init(args):
 def cmd_mlflow_sync(args):
     from ..io import write_json
     from ..tracking import buffer as tracking_buffer
+    from ..tracking import health
     from ..tracking import runs as tracking
     from ..tracking import store as tracking_store
 
     setup(1, torch_now=False)
     uri = tracking_store.resolve_uri(args.uri)
+    why = health.sqlite_problem(uri)  # a damaged mlflow.db is named, not taken for an unreachable store
+    if why:
+        raise SystemExit(f"mlflow_sync: {health.damaged_message(uri, args.results, why, args.out)}")
     buffers = sorted(Path(args.results).rglob("tracking-*.jsonl"))
     from ..config.loading import discover_papers
 
     counts = tracking.ingest(buffers, uri, args.results, _descriptions(args.root, discover_papers(args.root)))
     if counts is None:
-        raise SystemExit(f"mlflow_sync: could not reach {uri}")
+        why = health.sqlite_problem(uri)
+        raise SystemExit(
+            f"mlflow_sync: {health.damaged_message(uri, args.results, why, args.out)}"
+            if why
+            else f"mlflow_sync: could not reach {uri}"
+        )
     _, problems = tracking_buffer.read_buffers(buffers)
     write_json(args.out, {"uri": uri, "buffers": len(buffers), **counts, "skipped_lines": problems})
 

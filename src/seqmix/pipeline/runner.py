@@ -77,4 +77,4 @@ def run_cell_stage(stage: str, run_path: str, out_path: str, threads: int) -> No
         world_size=work.world_size(),
     )
     if work.rank() == 0:
-        write_json(out_path, out)
+        write_json(out_path, out, checksum=True)  # collect verifies it (seqmix.results.verify_cell_marker)

@@ -1,10 +1,10 @@
 """The per-leaf stages a rule runs over a cell of leaves: train, evaluate, diagnose.
 
 One loop, ``run_stage``, owns for every stage what happens around a leaf:
-- skip a leaf whose completion marker carries the leaf's config hash (a half-written leaf, with no marker
-  or one of another config, is rebuilt; training resumes from its checkpoint); a leaf whose data file
-  fails its checksum (``diagnose.csv``) is rebuilt too;
-- write the leaf's MLflow record to its buffer, then its marker (last, atomically);
+- skip a leaf whose completion marker carries the leaf's config hash and matches its checksum (a
+  half-written leaf, with no marker or one of another config, is rebuilt; training resumes from its
+  checkpoint); a leaf whose marker or data file (``diagnose.csv``) fails its checksum is rebuilt too;
+- write the leaf's MLflow record to its buffer, then its marker with its checksum (last, atomically);
 - one summary row per leaf, keyed by ``leaf_key`` (id, hash, variant, point, sweep value, seed, model);
 - ingest the buffers (by the job itself with a tracking server, else by the paper's claims step,
   ``tracking.runs.ingest_now``).
@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .. import registry
-from ..io import read_json, write_json
-from ..results import LEAF_KEY, STAGES, is_intact, leaf_marker
+from ..io import read_json, verify_checksum, write_json
+from ..results import LEAF_KEY, STAGES, leaf_marker
 from ..results import is_done as _done
 from ..tracking import buffer as tracking_buffer
 from ..tracking import live as tracking_live
@@ -51,7 +51,7 @@ def run_stage(stage: str, run: dict) -> dict:
     for i, leaf in enumerate(run["leaves"], 1):
         out = Path(leaf["out_dir"])
         marker = leaf_marker(out, stage)
-        if _done(marker, leaf["hash"]) and intact(out):
+        if _done(marker, leaf["hash"]) and _trusted(marker, stage) and intact(out, stage):
             log.info("[%d/%d] %s: %s already done", i, n, leaf["id"], stage)
         else:
             done = leaf_work(work, run, leaf, f"[{i}/{n}] {leaf['id']}")
@@ -61,7 +61,7 @@ def run_stage(stage: str, run: dict) -> dict:
             tracking_buffer.write_buffer(out / f"tracking-{stage}.jsonl", [record])
             if after:
                 after(record)
-            write_json(marker, marker_data)
+            write_json(marker, marker_data, checksum=True)  # its fields become the leaf's summary row
             work_s += marker_data.get("seconds") or 0.0
         buffers.append(out / f"tracking-{stage}.jsonl")
         done_marker = read_json(marker)
@@ -76,6 +76,19 @@ def run_stage(stage: str, run: dict) -> dict:
     if stage == "train":
         log.info("seqmix-train s=%.3f", work_s)  # the training share of this job (benchmarks/dag_timing.py)
     return {"leaves": summary, "rows": rows} if stage == "diagnose" else {"leaves": summary}
+
+
+def _trusted(path: Path, stage: str) -> bool:
+    """Whether a done marker (or ``history.json``) matches its checksum: one edited, damaged or without its
+    checksum would put values its stage never wrote into a summary, so its stage is done again (training
+    resumes from the final checkpoint: no step is trained twice)."""
+    why = verify_checksum(path)
+    if why:
+        log.warning("%s: %s; its values cannot be trusted, so %s again", path, why, _AGAIN[stage])
+    return why is None
+
+
+_AGAIN = {"train": "train again (from its checkpoint)", "evaluate": "evaluate again", "diagnose": "diagnose again"}
 
 
 def _summary_fields(stage: str, marker: dict) -> dict:
@@ -134,7 +147,7 @@ def _train_leaf(work, run: dict, leaf: dict, label: str):
     if not lead:
         return None
     hist = result["history"]
-    write_json(out / "history.json", hist)
+    write_json(out / "history.json", hist, checksum=True)  # artefacts read it (results.read_leaf_output)
     end_ms = tracking_buffer.now_ms()
     pairs = {name: list(zip(hist["step"], hist[name])) for name in hist if name not in ("step", "diagnostics")}
     diag = hist.get("diagnostics") or {}
@@ -208,11 +221,12 @@ def _diagnose_leaf(work, run: dict, leaf: dict, label: str):
     return marker, rec, None
 
 
-_ALWAYS: Callable[[Path], bool] = lambda out: True
+# (leaf work, whether a done leaf's data files are intact (out, stage)); the artefacts read history.json
+_ALWAYS: Callable[[Path, str], bool] = lambda out, stage: True
 _LEAF_WORK = {
-    "train": (_train_leaf, _ALWAYS),
+    "train": (_train_leaf, lambda out, stage: _trusted(out / "history.json", stage)),
     "evaluate": (_evaluate_leaf, _ALWAYS),
-    "diagnose": (_diagnose_leaf, lambda out: is_intact(out / "diagnose.csv")),
+    "diagnose": (_diagnose_leaf, lambda out, stage: _trusted(out / "diagnose.csv", stage)),
 }
 
 

@@ -21,6 +21,7 @@ def write_index(results: Path, papers: list[str], scale: str, out: Path) -> None
         lines += [f"## {p}", ""]
         claims = layout.claims_paths(results, p)[1]
         if claims.exists():
+            layout.verify_claims(claims)  # a truncated claims.csv would be counted as fewer claims
             lines.append(f"- claims: [{p}/claims.md]({p}/claims.md), by kind (reproduction first) and source:")
             for row in count_table(pd.read_csv(claims, keep_default_na=False)).to_dict("records"):
                 counts = ", ".join(f"{c}: {row[c]}" for c in COUNT_COLUMNS if row[c])

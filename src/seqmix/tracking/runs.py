@@ -36,6 +36,7 @@ from .buffer import (
     relative_artifacts,
     write_buffer,
 )
+from .health import damaged_message, sqlite_problem
 from .store import ingest_records as _ingest_records
 from .store import init_experiments as _init_experiments
 from .store import is_live, reachable, resolve_uri
@@ -61,7 +62,11 @@ def init_store(
     try:
         return _init_experiments(uri, list(experiments), results, descriptions)
     except Exception as e:  # an outage must not fail the DAG
-        log.warning("mlflow store %s failed (%s: %s); jobs keep their buffers", uri, type(e).__name__, e)
+        why = sqlite_problem(uri)
+        if why:
+            log.warning("mlflow store failed; jobs keep their buffers: %s", damaged_message(uri, results, why))
+        else:
+            log.warning("mlflow store %s failed (%s: %s); jobs keep their buffers", uri, type(e).__name__, e)
         return None
 
 
@@ -112,9 +117,15 @@ def ingest(
         log.info("mlflow: %s; seqmix-ingest s=%.3f", counts, time.perf_counter() - t0)
         return counts
     except Exception as e:  # an outage must not fail the job
-        log.warning(
-            "mlflow ingestion failed (%s: %s); the files are kept, run the mlflow_sync rule later", type(e).__name__, e
-        )
+        why = sqlite_problem(uri)
+        if why:
+            log.warning("mlflow ingestion failed: %s", damaged_message(uri, results, why))
+        else:
+            log.warning(
+                "mlflow ingestion failed (%s: %s); the files are kept, run the mlflow_sync rule later",
+                type(e).__name__,
+                e,
+            )
         return None
 
 

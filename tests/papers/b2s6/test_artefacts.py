@@ -47,8 +47,8 @@ def _fake_e5_leaf(root, variant: str, c: float, losses: list[float]) -> dict:
     out = root / f"{variant}-{c}"
     out.mkdir()
     write_json(out / "history.json", {"step": list(range(1, len(losses) + 1)), "train_loss": losses,
-                                      "grad_norm_b": [0.5] * len(losses)})  # fmt: skip
-    write_json(leaf_marker(out, "train"), {"hash": "h"})
+                                      "grad_norm_b": [0.5] * len(losses)}, checksum=True)  # fmt: skip
+    write_json(leaf_marker(out, "train"), {"hash": "h"}, checksum=True)
     cfg = {"variant": variant, "seed": 0, "task": {"scale": c}}
     return {"id": out.name, "hash": "h", "out_dir": str(out), "config": cfg}
 

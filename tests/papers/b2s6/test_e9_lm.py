@@ -103,10 +103,10 @@ def _fake_leaf(tmp: Path, variant: str, cfg: dict, ppl: list[float], seconds: fl
     out.mkdir()
     steps = cfg["train"]["steps"]
     every = steps // (len(ppl) - 1)
-    write_json(out / "history.json", {"diagnostics": {"step": [i * every for i in range(len(ppl))], "val_ppl": ppl}})
-    write_json(
-        out / "train.done.json", {"hash": "h", "steps": steps, "seconds": seconds, "diagnostics_seconds": 1.0, **marker}
-    )
+    history = {"diagnostics": {"step": [i * every for i in range(len(ppl))], "val_ppl": ppl}}
+    write_json(out / "history.json", history, checksum=True)  # as the train stage writes them
+    done = {"hash": "h", "steps": steps, "seconds": seconds, "diagnostics_seconds": 1.0, **marker}
+    write_json(out / "train.done.json", done, checksum=True)
     return {"config": {**cfg, "variant": variant, "seed": 0}, "out_dir": str(out), "hash": "h", "id": variant}
 
 

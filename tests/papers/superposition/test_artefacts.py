@@ -4,7 +4,6 @@ artefact must write exactly its declared files, with the rows worked out here by
 
 from __future__ import annotations
 
-import json
 import math
 
 import pandas as pd
@@ -12,6 +11,7 @@ import pytest
 
 from seqmix.config.base import load_yaml
 from seqmix.config.loading import load_paper
+from seqmix.io import write_json
 from seqmix.papers.superposition import ARTEFACTS
 from seqmix.papers.superposition.inputs import MODES, SpecError
 
@@ -78,7 +78,7 @@ def runs(tmp_path_factory) -> dict:
         for r in rows:
             out_dir = root / "leaves" / exp / r["variant"] / str(r["seed"])
             out_dir.mkdir(parents=True)
-            (out_dir / "history.json").write_text(json.dumps(_history(r["seed"], exp == "e4")))
+            write_json(out_dir / "history.json", _history(r["seed"], exp == "e4"), checksum=True)
             leaves[exp].append(
                 {
                     "id": f"{r['variant']}/-/seed{r['seed']}",

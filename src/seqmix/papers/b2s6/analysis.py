@@ -14,9 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ...io import read_json
 from ...report.tables import write_csv
-from ...results import is_done, leaf_marker
+from ...results import is_done, leaf_marker, read_leaf_output
 from . import checks
 from .theory import closed_forms as th
 
@@ -97,7 +96,7 @@ def stability(spec: dict, out: Path) -> None:
             raise SystemExit(
                 f"stability: {leaf['id']} is not trained for this config ({leaf_marker(out_dir, 'train')})"
             )
-        hist = read_json(out_dir / "history.json")
+        hist = read_leaf_output(out_dir / "history.json")
         rms = np.sqrt(np.asarray(hist["train_loss"], dtype=float))
         after = int(st["after_fraction"] * len(rms))
         row = {

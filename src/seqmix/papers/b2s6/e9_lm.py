@@ -22,10 +22,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...io import read_json
 from ...report.plots import plt, save_figure
 from ...report.tables import write_csv, write_table
-from ...results import is_done, leaf_marker
+from ...results import is_done, leaf_marker, read_leaf_output
 from ...training.loop import build, build_task
 
 UNITS = {"s6": "S6", "b2s6": "B2S6", "s4d": "S4D"}
@@ -60,7 +59,7 @@ def curve_rows(spec: dict) -> list[dict]:
     rows = []
     for leaf in _leaves(spec):
         cfg = leaf["config"]
-        diag = read_json(Path(leaf["out_dir"]) / "history.json").get("diagnostics") or {}
+        diag = read_leaf_output(Path(leaf["out_dir"]) / "history.json").get("diagnostics") or {}
         steps = int(cfg["train"]["steps"])
         for step, ppl in zip(diag.get("step", []), diag.get("val_ppl", [])):
             if step == 0:  # the model at initialisation: not one of the 11 points
@@ -81,7 +80,7 @@ def throughput_rows(spec: dict) -> list[dict]:
     """Per leaf: trained tokens per second of training time (in-training evaluation excluded)."""
     rows = []
     for leaf in _leaves(spec):
-        cfg, done = leaf["config"], read_json(leaf_marker(Path(leaf["out_dir"]), "train"))
+        cfg, done = leaf["config"], read_leaf_output(leaf_marker(Path(leaf["out_dir"]), "train"))
         tokens = int(done["steps"]) * int(cfg["train"]["batch"]) * int(cfg["task"]["segment_len"])
         seconds = float(done["seconds"]) - float(done.get("diagnostics_seconds") or 0.0)
         rows.append({"variant": cfg["variant"], "seed": cfg["seed"], "tokens_per_s": tokens / max(seconds, 1e-9)})
@@ -90,7 +89,7 @@ def throughput_rows(spec: dict) -> list[dict]:
 
 def _recorded(spec: dict, key: str) -> set:
     """The values of ``key`` in the leaves' train markers (what each run recorded where it trained)."""
-    return {read_json(leaf_marker(Path(leaf["out_dir"]), "train")).get(key) for leaf in _leaves(spec)}
+    return {read_leaf_output(leaf_marker(Path(leaf["out_dir"]), "train")).get(key) for leaf in _leaves(spec)}
 
 
 def data_source(spec: dict) -> str:

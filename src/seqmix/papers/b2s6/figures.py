@@ -13,15 +13,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...io import read_json
 from ...report.plots import plt, save_figure
+from ...results import read_leaf_output
 
 UNITS = {"s4d": "S4D", "s6": "S6", "b2s6": "B2S6"}
 
 
 def _leaf_histories(spec: dict, experiment: str) -> list[tuple[dict, dict]]:
     return [
-        (leaf["config"], read_json(Path(leaf["out_dir"]) / "history.json"))
+        (leaf["config"], read_leaf_output(Path(leaf["out_dir"]) / "history.json"))
         for leaf in spec["inputs"]["leaves"][experiment]
     ]
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from ...io import read_json
+from ...results import read_leaf_output
 
 SCALES = ("tiny", "cpu", "paper")
 CONFIG = "config/papers/superposition.yaml"
@@ -94,7 +94,7 @@ def histories(spec: dict, exp: str) -> pd.DataFrame:
         )
     frames = []
     for leaf in leaves[exp]:
-        h = read_json(Path(leaf["out_dir"]) / "history.json").get("diagnostics")
+        h = read_leaf_output(Path(leaf["out_dir"]) / "history.json").get("diagnostics")
         if not h:
             continue
         df = pd.DataFrame(h).astype(float)
