@@ -192,6 +192,17 @@ def test_a_power_law_convolution_decays_as_a_power():
     assert effective_memory(prof["lags"], prof["influence"], f) == math.floor(f ** (-1 / p)) + 1 == 22
 
 
+def test_a_model_without_a_lag0_path_is_scaled_by_lag_1():
+    """y_t = sum_{s<t} rho^(t-s-1) x_s (a strict shift): I(0) = 0, so the reference is I(1)."""
+    rho, T, f = 0.7, 30, 0.01
+    w = torch.cat([torch.zeros(1), rho ** torch.arange(T - 1, dtype=torch.float64)])
+    model = LagKernel(toeplitz(w, T), d_in=2)
+    prof = influence_profile(model, torch.randn(3, T, 2, dtype=torch.float64), probes=2, generator=gen())
+    assert prof["influence"][0] == 0
+    by_hand = min(L for L in range(T + 1) if all(w[m] < f * max(w[0], w[1]) for m in range(L, T)))
+    assert by_hand == 14 and effective_memory(prof["lags"], prof["influence"], f) == by_hand
+
+
 def test_bootstrap_intervals_cover_a_noisy_rate():
     """Rows c_i rho^l with multiplicative noise: the interval holds the true rate and narrows with more rows."""
     rho = 0.9
@@ -259,10 +270,22 @@ def test_a_pooled_output_is_the_target_whole():
     check_against_oracle(row, J, torch.full((N,), T - 1), K)
 
 
-def test_the_model_mode_is_restored_and_float_inputs_follow_its_precision():
+def test_the_model_runs_in_eval_mode_and_its_mode_is_restored():
+    class Watch(nn.Module):
+        """The identity, recording the mode of every forward (dropout, BatchNorm: eval mode matters)."""
+
+        def __init__(self):
+            super().__init__()
+            self.modes = []
+
+        def forward(self, x):
+            self.modes.append(self.training)
+            return x
+
     model = TinyStack().double().train()
+    model.blocks.append(Watch())
     influence_profile(model, torch.randint(7, (2, 4)), probes=1, generator=gen())
-    assert model.training
+    assert model.training and model.blocks[-1].modes and not any(model.blocks[-1].modes)
     plain = LagKernel(toeplitz(torch.ones(4), 4)).eval()
     prof = influence_profile(plain, torch.randn(2, 4, 2), probes=1, generator=gen())  # float32 into float64
     assert not plain.training and prof["influence"].dtype == torch.float64
@@ -295,6 +318,20 @@ def test_influence_of_a_task_gives_one_summary_row(name):
     assert 0 <= row["effective_memory"] <= T
     again = influence_of(task, model, n_examples=4, probes=2, n_boot=20)
     assert again.pop("profile") == profile and same(again, row)  # seeded
+
+
+def test_influence_of_a_right_padded_set_at_its_last_real_tokens():
+    """ListOps is right-padded (PAD 0): anchors at each sequence's last real token, cut to n_examples."""
+    cls = registry.get_task("lra_listops")
+    task = cls(**cls.example_options)
+    torch.manual_seed(0)
+    model = build_model(cls.example_model, task)
+    x = task.test_set()[0]
+    last = (x != 0).long().cumsum(1).argmax(1)  # the first position of the largest count: the last real token
+    assert int(last[:3].max()) < x.shape[1] - 1  # shorter than the window: T-1 would be a pad
+    row = influence_of(task, model, n_examples=3, probes=2, n_boot=10, anchor=last)
+    assert row["profile"]["lags"] == list(range(int(last[:3].max()) + 1))
+    assert row["influence_n_examples"] == 3.0
 
 
 def test_refusals_name_the_model():

@@ -115,8 +115,9 @@ def influence_profile(
     """Estimated ||d h_anchor / d x_{anchor - l}||_F for every lag l, per sequence and averaged (module docstring).
 
     inputs: (N, T) int64 token ids or (N, T, d_in) floats; anchor: None (T-1 for every sequence), an int, or
-    (N,) positions in [0, T-1]; ``generator``: a CPU generator for the probes (``probes`` per sequence);
-    ``batch_size`` sequences per backward graph. With L = max anchor + 1 (T by default), returns
+    (N,) positions in [0, T-1]; ``generator``: a CPU generator for the probes, ``probes`` per sequence, drawn per
+    batch of ``batch_size`` sequences (one backward graph each; the draws, not their law, depend on it).
+    With L = max anchor + 1 (T by default), returns
     {"lags": (L,) int64 0..L-1,
      "influence": (L,) float64, the mean over the sequences that have the lag (NaN where none has),
      "per_example": (N, L) float64, NaN at lags beyond a sequence's anchor,
