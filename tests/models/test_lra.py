@@ -9,6 +9,8 @@ import math
 import pytest
 import torch
 
+from seqmix.capabilities import LayerStack
+from seqmix.diagnostics.hooks import captured, embeddings_from
 from seqmix.models import build_model
 from seqmix.models.lra import LRAClassifier, pair_features
 from seqmix.models.sizing import count_parameters
@@ -63,6 +65,31 @@ def test_lra_classifier_trains_on_pixel_sequences(cache):
     assert isinstance(model.encoder, torch.nn.Linear)
     _train_step(model, task)
     assert set(task.evaluate(model)) >= {"accuracy", "loss"}
+
+
+@pytest.mark.parametrize("kind", ["tokens", "pixels"])
+def test_lra_classifier_is_a_layer_stack(cache, kind):
+    """capabilities.LayerStack: the encoder (Embedding of ids, Linear of pixels) gives the first hidden states,
+    the blocks are the layers. Substituting the encoder's own output leaves the logits as they are; substituting
+    another tensor changes them (the probes' hook reaches the forward)."""
+    if kind == "tokens":
+        task = LRAListOps(train_size=20, val_size=10, test_size=10, max_len=48, cache_dir=cache)
+    else:
+        task = LRAImage(source="digits", image_size=8, train_size=20, val_size=10, test_size=10, cache_dir=cache)
+    model = _lra(task).double().eval()
+    assert isinstance(model, LayerStack)
+    assert model.token_embedding() is model.encoder and model.layers() is model.blocks
+    assert model.mixers() == [blk.mixer for blk in model.blocks]
+    x, _ = task.batch(0, 0, 0, 3)
+    x = x if kind == "tokens" else x.double()
+    with torch.no_grad():
+        e = model.token_embedding()(x)
+        plain = model(x)
+        with embeddings_from(model, e):
+            torch.testing.assert_close(model(x), plain)
+        with embeddings_from(model, e + 1.0), captured(list(model.layers()), "output") as outs:
+            assert not torch.allclose(model(x), plain)
+    assert all(o.shape == e.shape for o in outs)
 
 
 def test_retrieval_pairs_run_through_shared_towers(cache):

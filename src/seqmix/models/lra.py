@@ -14,7 +14,8 @@ Per layer (``LRABlock``, residual):
     x = x + z
     x = Norm(x) if not prenorm           (Norm: BatchNorm1d over channels, or LayerNorm)
 
-Encoder: Embedding(vocab, d) for tokens, Linear(d_in, d) for pixels. With ``prenorm`` a final norm follows the
+Encoder: Embedding(vocab, d) for tokens, Linear(d_in, d) for pixels (``token_embedding()`` of
+``capabilities.LayerStack``; ``layers()`` are the blocks). With ``prenorm`` a final norm follows the
 last block (as the S4 code base does). Decoder: mean over the valid (non-PAD) positions, then Linear(d, classes).
 Retrieval (``n_documents: 2``): both documents pass through the same encoder and blocks (shared weights); the
 pooled features a, b are combined as [a, b, a*b, a-b] and an MLP Linear(4d, h) - GELU - Linear(h, classes) gives
@@ -179,6 +180,18 @@ class LRAClassifier(nn.Module):
         else:
             h = retrieval_hidden or d_model
             self.head = nn.Sequential(nn.Linear(4 * d_model, h), nn.GELU(), nn.Linear(h, K))
+
+    # what the influence and gradient-flow probes hook into (capabilities.LayerStack): the encoder (Embedding of
+    # token ids, or Linear of pixels) gives the first hidden states, the blocks follow (the final norm of
+    # ``prenorm`` and the pooling come after the last block, in the head)
+    def token_embedding(self) -> nn.Module:
+        return self.encoder
+
+    def layers(self) -> nn.ModuleList:
+        return self.blocks
+
+    def mixers(self) -> list[nn.Module]:
+        return [blk.mixer for blk in self.blocks]
 
     @staticmethod
     def _mixer(spec: dict, d_model: int, layer: int, seq_len: int | None, bidirectional: bool) -> nn.Module:

@@ -1,6 +1,6 @@
 """What the trained-model diagnostics D6-D8 (spec §3.6) share: the trained E1/E2 leaves in float64, a probe
-batch with each sequence's target position, and hooks that substitute the embeddings or read the mixers'
-inputs without touching the models' code.
+batch with each sequence's target position. The hooks that substitute the embeddings or read the mixers'
+inputs live in ``seqmix.diagnostics.hooks`` (shared with the cross-paper influence diagnostic).
 
 Target ("anchor") of a sequence, the position whose hidden state or loss the influence is measured at:
 - E1 (SymbolSoup, left-padded to max_tokens): the last position, the ``<label>`` token the classifier reads;
@@ -12,7 +12,6 @@ stylized blocks to the label (``example_stats``), E2 the key-query lag of the an
 
 from __future__ import annotations
 
-import contextlib
 import copy
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,35 +110,6 @@ def _with_weights(model: torch.nn.Module, state: dict) -> torch.nn.Module:
     out = copy.deepcopy(model)
     out.load_state_dict(state)
     return out
-
-
-@contextlib.contextmanager
-def embeddings_from(model: torch.nn.Module, e: torch.Tensor):
-    """Within the block, the model's token embedding returns ``e`` (B, T, d) instead of its own output, so
-    a gradient with respect to e is one with respect to the embeddings."""
-    handle = model.token_embedding().register_forward_hook(lambda _m, _inp, _out: e)
-    try:
-        yield
-    finally:
-        handle.remove()
-
-
-@contextlib.contextmanager
-def captured(modules: list[torch.nn.Module], what: str):
-    """Collect each module's first input (``what='input'``) or its output (``'output'``) during the block:
-    yields a list with one slot per module, filled by the forward passes run inside."""
-    slots: list = [None] * len(modules)
-    handles = []
-    for i, m in enumerate(modules):
-        if what == "input":
-            handles.append(m.register_forward_pre_hook(lambda _m, args, i=i: slots.__setitem__(i, args[0])))
-        else:
-            handles.append(m.register_forward_hook(lambda _m, _a, out, i=i: slots.__setitem__(i, out)))
-    try:
-        yield slots
-    finally:
-        for h in handles:
-            h.remove()
 
 
 def leaf_keys(exp: str, leaf: dict) -> dict:

@@ -21,8 +21,9 @@ import torch
 import torch.nn.functional as F
 
 from ...capabilities import FeedbackRouting
+from ...diagnostics.hooks import captured, embeddings_from
 from ...diagnostics.hutchinson import bin_by_lag, loglog_slope, vjp_source_norms
-from .diagnostics_common import ProbeBatch, captured, embeddings_from, leaf_keys, leaf_models, probe_batch
+from .diagnostics_common import ProbeBatch, leaf_keys, leaf_models, probe_batch
 
 
 def _hidden_at_anchor(model, batch: ProbeBatch):

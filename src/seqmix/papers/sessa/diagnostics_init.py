@@ -22,11 +22,11 @@ from pathlib import Path
 import torch
 
 from ...diagnostics import routing as R
+from ...diagnostics.hooks import captured
 from ...diagnostics.hutchinson import jvp_lag_norms, loglog_slope, semilog_slope
 from ...mixers.base import build_mixer
 from ...mixers.sessa import SessaBlock
 from ...report.tables import write_csv
-from .diagnostics_common import captured
 from .diagnostics_figures import d4_figure
 
 LABELS = {"sessa": "Sessa", "softmax_attention": "Transformer", "mamba2": "Mamba2"}

@@ -25,8 +25,9 @@ import torch
 
 from ...capabilities import AttentionWeights, FeedbackRouting, SelectiveDecay
 from ...diagnostics import routing as R
+from ...diagnostics.hooks import captured
 from ...diagnostics.hutchinson import loglog_slope, semilog_slope
-from .diagnostics_common import Profile, captured, leaf_keys, leaf_models, probe_batch
+from .diagnostics_common import Profile, leaf_keys, leaf_models, probe_batch
 
 GAMMA_BINS = torch.linspace(-1.0, 1.0, 21, dtype=torch.float64)
 # how a per-sequence quantity pools over the probe sequences (default: the mean)
