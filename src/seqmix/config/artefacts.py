@@ -25,7 +25,8 @@ one claim re-runs only the claims step. Declaration (see workflow/schemas/paper.
 The run spec a paper's ``ARTEFACTS[name](spec, out)`` receives (``artefact_spec``):
 ``paper, scale, name, paper_dir, inputs {summaries {exp: path}, leaves {exp: [leaf]}, artefacts {name:
 [paths]}}, resolved {exp: {variant: config}} (the variants run at this scale), resolved_at {scale: {exp: {variant:
-config}}} (``scale_configs``), analysis {key: settings}, reported {claim_id: value}``.
+config}}} (``scale_configs``), analysis {key: settings}, reported {claim_id: value}``, and ``excluded``
+([{experiment, variant, reason}], only when some variant of an experiment it reads was dropped as incompatible).
 """
 
 from __future__ import annotations
@@ -137,6 +138,8 @@ def artefact_spec(paper: str, paper_cfg: dict, name: str, scale: str, results: s
         s: {e: _resolved(exps[e], s, keys) for e in es} for s, es in (reads.get("scale_configs") or {}).items()
     }
     claims = {c["id"]: c.get("reported") for c in paper_cfg.get("claims") or []}
+    # the variants of the experiments it reads that were dropped as incompatible (config.compatibility)
+    excluded = [e for e in paper_cfg.get("excluded") or [] if e["experiment"] in resolved]
     return {
         "paper": paper,
         "scale": scale,
@@ -153,6 +156,7 @@ def artefact_spec(paper: str, paper_cfg: dict, name: str, scale: str, results: s
         **({"resolved_at": resolved_at} if resolved_at else {}),
         "analysis": analysis_slice(paper_cfg, decl.get("analysis") or [], scale),
         "reported": {c: claims[c] for c in decl.get("claims") or []},
+        **({"excluded": excluded} if excluded else {}),
     }
 
 

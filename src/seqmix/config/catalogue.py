@@ -34,6 +34,7 @@ class Component:
     summary_columns: dict = field(default_factory=dict)  # tasks: {stage: [column, ...]}
     qualname: str = ""  # the class, for messages
     lacks: dict = field(default_factory=dict)  # tasks: {stage: what the task lacks to run it, or None}
+    capabilities: dict = field(default_factory=dict)  # the declared class attributes of CAPABILITIES
 
 
 _memo: dict[str, dict] = {}  # key -> {kind: {name: Component}}, per process
@@ -76,10 +77,26 @@ def _build() -> dict:
                 "summary_columns": {k: list(v) for k, v in (getattr(cls, "summary_columns", None) or {}).items()},
                 "qualname": cls.__qualname__,
                 "lacks": _lacks(kind, cls),
+                "capabilities": capabilities_of(kind, cls),
             }
             for name, cls in sorted(table.items())
         }
     return json.loads(json.dumps(out))  # what a reader of the cached file gets
+
+
+# What a class declares about which others it works with (config.compatibility reads them): a mixer whether it
+# is causal (Mixer.causal) and whether its parameters are tied to the training length (fixed_length: per-position
+# tables); a model whether its mixers must be causal (requires_causal_mixer: next-token prediction); a task
+# whether it evaluates beyond the training length (evaluates_longer: length extrapolation).
+CAPABILITIES = {
+    "mixer": {"causal": True, "fixed_length": False},
+    "model": {"requires_causal_mixer": False},
+    "task": {"evaluates_longer": False},
+}
+
+
+def capabilities_of(kind: str, cls: Any) -> dict:
+    return {k: bool(getattr(cls, k, default)) for k, default in CAPABILITIES.get(kind, {}).items()}
 
 
 def _lacks(kind: str, cls: Any) -> dict:
@@ -148,6 +165,7 @@ def of_class(kind: str, name: str, cls: Any) -> Component:
         {k: list(v) for k, v in cols.items()},
         cls.__qualname__,
         _lacks(kind, cls),
+        capabilities_of(kind, cls),
     )
 
 

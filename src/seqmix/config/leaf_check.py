@@ -18,7 +18,8 @@ from typing import Any
 from ..results import DEFAULT_STAGES
 from . import catalogue
 from .base import ConfigError, get_path, validate
-from .leaves import expand_leaves
+from .compatibility import incompatibility
+from .leaves import expand_leaves, leaf_config, scale_variants
 
 _SCHEMAS: dict[tuple[str, str], dict] = {}
 
@@ -32,6 +33,42 @@ def _schema(comp: catalogue.Component) -> dict:
         schema.pop("required", None)
         _SCHEMAS[key] = schema
     return _SCHEMAS[key]
+
+
+def _components(c: dict) -> dict:
+    """{kind: catalogue entry} of the task, model and mixer a leaf config names (unknown names left out)."""
+    from .. import registry
+
+    out = {}
+    for kind, keypath in (("task", "task.name"), ("model", "model.name"), ("mixer", "model.mixer.name")):
+        name = get_path(c, keypath)
+        if name is not None:
+            try:
+                out[kind] = catalogue.get(kind, name)
+            except registry.UnknownName:
+                pass
+    return out
+
+
+def skip_incompatible(paper_file: Path, cfg: dict, scale: str) -> None:
+    """Drop, from every experiment with ``incompatible: skip``, the variants whose task, model and mixer cannot
+    run together at ``scale`` (``compatibility.incompatibility``), and list them in ``cfg["excluded"]``
+    ({experiment, variant, reason}); an experiment left with no variant is a config error."""
+    excluded = cfg.setdefault("excluded", [])
+    for exp_name, exp in (cfg.get("experiments") or {}).items():
+        if exp.get("incompatible") != "skip":
+            continue
+        for variant in scale_variants(exp, scale):
+            c = _components(leaf_config(exp, variant, scale))
+            why = incompatibility(c.get("task"), c.get("model"), c.get("mixer"))
+            if why:
+                excluded.append({"experiment": exp_name, "variant": variant, "reason": why})
+                del exp["variants"][variant]
+                for sc in exp["scales"].values():
+                    if variant in (sc.get("variants") or []):
+                        sc["variants"].remove(variant)
+        if exp["scales"][scale].get("variants") == [] or not exp["variants"]:
+            raise ConfigError(paper_file, f"experiments.{exp_name}", f"every variant is incompatible at {scale!r}")
 
 
 def validate_leaves(paper_file: Path, cfg: dict, scale: str) -> None:
@@ -92,6 +129,9 @@ def _check_leaf(paper_file: Path, exp: dict, leaf: Any, scale: str) -> None:
     if "mixer" in classes:
         _check_options(classes["mixer"], get_path(c, "model.mixer"), "model.mixer", fail)
     _check_cross_fields(c, fail)
+    why = incompatibility(classes.get("task"), classes.get("model"), classes.get("mixer"))
+    if why:
+        fail("model.mixer.name", f"{why} (experiments may set `incompatible: skip` to drop such variants)")
     task_cls = classes.get("task")
     if task_cls is not None:
         for stage in exp.get("stages") or DEFAULT_STAGES:

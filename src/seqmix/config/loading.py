@@ -42,6 +42,7 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
     path = Path(path)
     cfg = load_yaml(path)
     reject_non_finite(cfg, path)  # before the claims expand: the key path is the file's own
+    resolve_variant_sets(cfg, path)
     schema = load_schema("paper", schema_dir)
     origins = expand_paper_claims(cfg, path, schema)
     try:
@@ -72,8 +73,9 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
                     f"no variant {', '.join(map(repr, unknown))} (has: {', '.join(exp['variants'])})",
                 )
         validate_component_blocks(path, exp_name, exp)
-    from .leaf_check import validate_leaves
+    from .leaf_check import skip_incompatible, validate_leaves
 
+    skip_incompatible(path, cfg, scale)  # experiments with `incompatible: skip` drop (and list) those variants
     validate_leaves(path, cfg, scale)  # the merged leaves: what each job is given
     fill_series_points(cfg, scale)
     from .claim_kinds import table_origins, validate_kind
@@ -93,6 +95,24 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
 
     validate_artefacts(path, cfg, schema_dir)
     return cfg
+
+
+def resolve_variant_sets(cfg: dict, path: Path) -> None:
+    """Give each experiment with ``variant_set: <name>`` the variants of ``variant_sets.<name>`` (copied; its own
+    ``variants`` win), so that adding a mixer to every task of the matrix is one line."""
+    import copy
+
+    sets = cfg.get("variant_sets") or {}
+    for exp_name, exp in (cfg.get("experiments") or {}).items():
+        if not isinstance(exp, dict) or "variant_set" not in exp:
+            continue
+        name = exp["variant_set"]
+        if name not in sets:
+            known = ", ".join(sets) or "none"
+            raise ConfigError(
+                path, f"experiments.{exp_name}.variant_set", f"no variant set {name!r} (variant_sets: {known})"
+            )
+        exp["variants"] = {**copy.deepcopy(sets[name]), **(exp.get("variants") or {})}
 
 
 def _reject_credentials(uri: str, config_file: str) -> None:

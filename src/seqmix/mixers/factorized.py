@@ -22,6 +22,7 @@ from ..registry import register_mixer
 @register_mixer("factorized_linear_attention")
 class FactorizedLinearAttention(nn.Module):
     causal: ClassVar[bool] = True
+    fixed_length: ClassVar[bool] = True  # Phi, Psi: one row per position of the training length (config.compatibility)
     # pure torch: the value backend_report gives a model of no declared backend, so the run tags stay the same
     backend: ClassVar[str] = "torch-reference"
     example_options: ClassVar[dict] = {"heads": 2}  # Mixer clause 2

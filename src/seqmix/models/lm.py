@@ -11,6 +11,8 @@ embedding (and the head tied to it) and the norms are not decayed; mixers add th
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 from torch import nn
 
@@ -22,6 +24,8 @@ from .option_groups import BlockOptions, Stack
 
 @registry.register_model("decoder_lm")
 class DecoderLM(nn.Module):
+    requires_causal_mixer: ClassVar[bool] = True  # a non-causal mixer would see the token it predicts
+
     @grouped
     def __init__(
         self,

@@ -45,6 +45,27 @@ class Task:
             f"{type(self).__qualname__} implements no evaluate(model): it cannot run the evaluate stage"
         )
 
+    def validate(self, model: torch.nn.Module) -> dict:
+        """``evaluate``'s metrics on the validation split, named ``val_<metric>`` (the evaluate stage adds them
+        when the leaf's ``eval.validation`` is true, e.g. to pick a learning rate on validation). Provided for
+        every task whose ``evaluate`` reads the split named by its ``eval_split`` (the ``Evaluation`` option
+        group); other tasks raise NotImplementedError."""
+        if getattr(self, "eval_split", None) not in ("test", "val"):
+            raise NotImplementedError(f"{type(self).__qualname__} has no eval_split: it cannot evaluate on validation")
+        saved = self.eval_split
+        self.eval_split = "val"
+        try:
+            metrics = self.evaluate(model)
+        finally:
+            self.eval_split = saved
+        return {f"val_{k}": v for k, v in metrics.items()}
+
+    def influence_anchors(self, n: int) -> torch.Tensor | None:
+        """For the first ``n`` examples of ``test_set()``, the position whose output the influence diagnostic
+        differentiates (``seqmix.diagnostics.influence``): (n,) int64, or None for the last position of every
+        row. Tasks with right-padded rows override it (the last position is a pad for the shorter ones)."""
+        return None
+
     def diagnostics(self, model: torch.nn.Module) -> dict:
         """The in-training probe ({name: float}): the training loop calls it every ``eval.every`` steps and
         records it in ``history["diagnostics"]`` (``seqmix.training.loop``). A task that does not override

@@ -69,6 +69,8 @@ def _rows(arrays: dict, name: str, lo: int, hi: int) -> list[np.ndarray]:
 class DiffuseMQAR(Task):
     """Inputs (B, T) int64 token ids, targets (B, T) int64 (IGNORE off value positions); model -> (B, T, V)."""
 
+    evaluates_longer: ClassVar[bool] = True  # test rows reach test_lag_factor x the training lags (longer rows)
+
     example_options: ClassVar[dict] = {
         "key_len": 2,
         "n_kv": 4,
@@ -153,6 +155,13 @@ class DiffuseMQAR(Task):
     def test_set(self) -> tuple[torch.Tensor, torch.Tensor]:
         x, y, _ = self.split_set(self.eval_split)
         return x, y
+
+    def influence_anchors(self, n: int) -> torch.Tensor:
+        """Each row's last value position (the last target that is not IGNORE): what the last query recalls."""
+        _, y = self.test_set()
+        y = y[:n]
+        pos = torch.arange(y.shape[1])[None, :].expand_as(y)
+        return torch.where(y != IGNORE, pos, -1).amax(1).clamp_min(0)
 
     def loss(self, pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """pred: (B, T, V) logits; mean cross-entropy over value positions only."""

@@ -144,6 +144,13 @@ class ClassificationSet(Task):
     def test_set(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self.split_set(self.eval_split)
 
+    def influence_anchors(self, n: int) -> torch.Tensor | None:
+        """Right-padded token rows: each row's last real token (pixel rows and left padding end at T-1)."""
+        x = self.test_set()[0][:n]
+        if self.pixels or self.pad_side != "right" or x.dim() != 2:
+            return None
+        return ((x != 0).sum(-1) - 1).clamp_min(0)
+
     def loss(self, pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """pred: (B, n_classes) logits; mean cross-entropy."""
         return F.cross_entropy(pred.float(), target)

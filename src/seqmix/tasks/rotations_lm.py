@@ -33,6 +33,7 @@ EVAL_SEED = 42  # windows of length L come from seed 42 + L (rotations spec U15)
 
 @register_task("rotations_lm")
 class RotationsLM(Task):
+    evaluates_longer: ClassVar[bool] = True  # perplexity at multiples of the context (config.compatibility)
     """Inputs (B, context) int64 token ids, targets the next tokens (B, context); model -> (B, T, V)."""
 
     example_options: ClassVar[dict] = {"n_tokens": 20_000, "context": 16, "eval_max_factor": 2, "eval_windows": 2}

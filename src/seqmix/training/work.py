@@ -36,11 +36,9 @@ class StageWork:
         if stage == "evaluate" and getattr(task_cls, "evaluate", Task.evaluate) is Task.evaluate:
             return "it implements no evaluate(model) (seqmix.tasks.base.Task)"
         if stage == "diagnose":
-            from ..diagnostics.probes import PROBES
+            from ..diagnostics.probes import lacks_probe
 
-            if not any(issubclass(task_cls, c) for c in PROBES):
-                known = ", ".join(c.__name__ for c in PROBES)
-                return f"no diagnose probe is registered for it (seqmix.diagnostics.probes.PROBES has: {known})"
+            return lacks_probe(task_cls)
         return None
 
     @staticmethod
@@ -76,11 +74,15 @@ class StageWork:
         return train(cfg, out, config_hash, on_log=on_log, runtime=self.runtime, on_backend=on_backend)
 
     def evaluate(self, cfg: dict, out: Path) -> dict[str, float]:
-        """The task's test metrics of the trained leaf in ``out``."""
+        """The task's test metrics of the trained leaf in ``out`` (with ``eval.validation``, also its
+        ``val_<metric>``s, ``Task.validate``)."""
         from .loop import load_trained
 
         task, model = load_trained(cfg, out, self.runtime)
-        return task.evaluate(model)
+        metrics = task.evaluate(model)
+        if (cfg.get("eval") or {}).get("validation"):
+            metrics.update(task.validate(model))
+        return metrics
 
     def diagnose(self, cfg: dict, out: Path, trained: bool) -> dict:
         """Diagnostics of the leaf (``{"rows": [...], "metrics": {...}, "seconds": s}``): on the trained model

@@ -126,7 +126,8 @@ def make_spec(root, cells: dict = CELLS, seeds=SEEDS, protocol=PROTOCOL, exclude
         "name": "test",
         "inputs": {"summaries": {}, "leaves": leaves, "artefacts": {}},
         "resolved": resolved,
-        "analysis": {"protocol": protocol, "excluded": excluded},
+        "analysis": {"protocol": protocol},
+        "excluded": excluded,
         "reported": {},
     }
 
@@ -159,7 +160,7 @@ def test_artefact_names():
 
 def test_schema_accepts_the_suggested_block_and_refuses_a_typo(root):
     schema = load_yaml(root / "src" / "seqmix" / "papers" / "matrix" / "analysis.schema.yaml")
-    validate({"protocol": PROTOCOL, "excluded": EXCLUDED}, schema, "matrix.yaml", "analysis")
+    validate({"protocol": PROTOCOL}, schema, "matrix.yaml", "analysis")
     bad = {"protocol": {**PROTOCOL, "scores": {"mqar": {**PROTOCOL["scores"]["mqar"], "metrc": "x"}}}}
     with pytest.raises(ConfigError, match="metrc"):
         validate(bad, schema, "matrix.yaml", "analysis")
@@ -295,7 +296,7 @@ def test_influence_curves(spec, tmp_path):
 def test_excluded(spec, tmp_path):
     df = table("excluded", spec, tmp_path / "some")
     assert df.to_dict("records") == [{"task": "mqar", "mixer": "sessa", "reason": EXCLUDED[0]["reason"]}]
-    none = table("excluded", {**spec, "analysis": {"excluded": []}}, tmp_path / "none")
+    none = table("excluded", {**spec, "excluded": []}, tmp_path / "none")
     assert len(none) == 1 and none.iloc[0]["task"] == "none"
 
 

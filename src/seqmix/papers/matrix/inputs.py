@@ -92,8 +92,9 @@ def score_setting(proto: dict, experiment: str) -> dict:
 
 
 def excluded_pairs(spec: dict) -> list[dict]:
-    """``analysis.excluded``: [{experiment, variant, reason}] (empty when not given)."""
-    return list((spec.get("analysis") or {}).get("excluded") or [])
+    """[{experiment, variant, reason}]: the pairs the config loader dropped as incompatible by their declared
+    capabilities (the spec's ``excluded``, seqmix.config.compatibility); empty when none was."""
+    return list(spec.get("excluded") or [])
 
 
 def leaves(spec: dict) -> dict[str, list[dict]]:

@@ -198,7 +198,7 @@ def memory(spec: dict, out: Path) -> None:
 
 def excluded(spec: dict, out: Path) -> None:
     """excluded.{md,tex,csv}: task (experiment), mixer (variant), reason, for each pair of
-    ``analysis.excluded``; no pair -> one row saying so."""
+    the spec's ``excluded`` (dropped by the config loader); no pair -> one row saying so."""
     pairs = excluded_pairs(spec)
     rows = [{"task": p["experiment"], "mixer": p["variant"], "reason": p["reason"]} for p in pairs]
     if not rows:
