@@ -113,11 +113,12 @@ def get_threads(wildcards):
 
 
 def get_trained_marker(wildcards):
-    """diagnose reads the trained model when the experiment trains (else the model at initialisation)."""
+    """diagnose reads the trained model when the experiment trains (else the model at initialisation), and runs
+    after every stage listed before it (evaluate too), so collect's last-stage markers imply all stages ran."""
     w = wildcards
-    if "train" not in stages_of(w.paper, w.experiment):
-        return []
-    return [str(layout.cell_marker(RESULTS, w.paper, w.experiment, w.cell, "train"))]
+    stages = stages_of(w.paper, w.experiment)
+    before = stages[: stages.index("diagnose")] if "diagnose" in stages else [s for s in stages if s == "train"]
+    return [str(layout.cell_marker(RESULTS, w.paper, w.experiment, w.cell, s)) for s in before]
 
 
 def get_collect_inputs(wildcards):

@@ -155,7 +155,7 @@ def row(df: pd.DataFrame, task: str, mixer: str) -> pd.Series:
 
 
 def test_artefact_names():
-    assert set(ARTEFACTS) == {"cells", "scores", "ranking", "memory", "heatmap", "influence_curves", "excluded"}
+    assert set(ARTEFACTS) == {"grid", "scores", "ranking", "memory", "heatmap", "influence_curves", "excluded"}
 
 
 def test_schema_accepts_the_suggested_block_and_refuses_a_typo(root):
@@ -167,7 +167,7 @@ def test_schema_accepts_the_suggested_block_and_refuses_a_typo(root):
 
 
 def test_cells_one_row_per_leaf(spec, tmp_path):
-    run("cells", spec, tmp_path)
+    run("grid", spec, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.csv", "summary.csv.sha256"]
     df = pd.read_csv(tmp_path / "summary.csv")
     assert len(df) == sum(len(c[2]) for c in CELLS.values()) * len(SEEDS)
@@ -321,11 +321,11 @@ def test_corrupt_diagnose_and_unknown_metric_are_errors(tmp_path):
     path = tmp_path / "leaves" / "mqar" / "s4d" / "lr0.003" / "seed0" / "diagnose.csv"
     path.write_text(path.read_text() + "influence,99,1.0,,\n")
     with pytest.raises(SpecError, match="s4d/lr0.003/seed0: .*checksum mismatch"):
-        run("cells", spec, tmp_path / "out")
+        run("grid", spec, tmp_path / "out")
     proto = {**PROTOCOL, "scores": {"mqar": {**PROTOCOL["scores"]["mqar"], "metric": "acc"}}}
     spec = make_spec(tmp_path / "leaves2", {("mqar", "s4d"): CELLS[("mqar", "s4d")]}, protocol=proto, excluded=[])
     with pytest.raises(SpecError, match="metrics.json has no 'acc'"):
-        run("cells", spec, tmp_path / "out2")
+        run("grid", spec, tmp_path / "out2")
 
 
 def test_families():

@@ -2,7 +2,7 @@
 one experiment per task, one variant per mixer, a learning-rate sweep ``lr`` and seeds). Its artefacts,
 each ``fn(spec, out)`` (see seqmix.config.artefacts for the spec):
 
-- ``cells`` (analysis.py): one row per leaf -> cells/summary.csv;
+- ``grid`` (analysis.py): one row per leaf -> grid/summary.csv;
 - ``scores``, ``ranking``, ``memory``, ``excluded`` (tables.py);
 - ``heatmap``, ``influence_curves`` (figures.py).
 
@@ -14,7 +14,7 @@ from seqmix.registry import lazy_artefacts
 ARTEFACTS = lazy_artefacts(
     __name__,
     {
-        "analysis": ["cells"],
+        "analysis": ["grid"],
         "tables": ["scores", "ranking", "memory", "excluded"],
         "figures": ["heatmap", "influence_curves"],
     },

@@ -1,6 +1,6 @@
 """The matrix paper's analysis artefact.
 
-``cells`` -> cells/summary.csv: one row per leaf (every task, mixer, learning rate and seed read), the raw
+``grid`` -> grid/summary.csv: one row per leaf (every task, mixer, learning rate and seed read), the raw
 material of every table and figure. Columns:
 
 - experiment: the config's experiment (one task); task: its ``task.name``;
@@ -26,7 +26,7 @@ from ...report.tables import write_csv
 from .inputs import cell_rows
 
 
-def cells(spec: dict, out: Path) -> None:
+def grid(spec: dict, out: Path) -> None:
     df = cell_rows(spec)
     rows = [{k: ("" if v != v else v) for k, v in r.items()} for r in df.to_dict("records")]  # NaN -> empty
     write_csv(Path(out) / "summary.csv", rows, checksum=True)
