@@ -263,3 +263,19 @@ def test_claim_edit_reruns_claims_only_and_slice_edit_reruns_its_artefact(toy):
     assert summary.read_bytes() != bad and layout.find_corrupt([summary]) == []  # made again, checksum and all
     assert layout.find_corrupt([run_config]) == [] and run_config.with_name(run_config.name + ".corrupt").exists()
     assert "holds" in (res / "claims.csv").read_text()
+
+
+def test_a_throwaway_mixer_joins_the_matrix_with_one_config_line(toy):
+    """Adding a mixer to every task of the cross-paper matrix: its module (the toy fixture's) and one line in
+    variant_sets.mixers of config/papers/matrix.yaml; the cpu scale runs every variant of the set."""
+    cfg = toy / "config" / "papers" / "matrix.yaml"
+    text = cfg.read_text()
+    anchor = "  mixers:  # one line per mixer: the matrix's rows\n"
+    assert anchor in text
+    cfg.write_text(text.replace(anchor, anchor + "    toy: {model: {mixer: {name: toy_mixer}}}\n"))
+    r = snakemake_local(toy, "-n", "--config", "papers=[matrix]", "scale=cpu", timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = r.stdout + r.stderr
+    for task in ("symbolsoup", "mqar", "listops", "stream"):
+        assert f"matrix/run/{task}.toy-0.json" in out, task  # one cell per task for the new mixer
+    assert changed_files(toy) == set(ADDED) | {"config/papers/matrix.yaml"}
