@@ -31,6 +31,10 @@ except ConfigError as e:
 configfile: "config/config.yaml"
 
 
+# report.html's front page: what the workflow does, the cross-paper matrix first, then each paper
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/tracking.smk"
 include: "workflow/rules/resources.smk"
