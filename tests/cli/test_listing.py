@@ -103,3 +103,16 @@ def test_describe_option():
 def test_unknown_paper_is_an_error(capsys):
     with pytest.raises(SystemExit, match="unknown paper 'no_such_paper'"):
         main(["list", "experiments", "--paper", "no_such_paper", "--root", str(ROOT)])
+
+
+def test_the_matrix_axes_with_exclusions_by_capability(capsys):
+    rows = {r["task"]: r for r in _list(capsys, "matrix", "--scale", "cpu")}
+    assert set(rows) == {
+        "symbolsoup (symbolsoup)",
+        "mqar (diffuse_mqar)",
+        "listops (lra_listops)",
+        "stream (rotations_lm)",
+    }
+    assert rows["mqar (diffuse_mqar)"]["excluded"].startswith("factorized (task 'diffuse_mqar' evaluates beyond")
+    assert "factorized" not in rows["mqar (diffuse_mqar)"]["mixers"].split(", ")
+    assert rows["symbolsoup (symbolsoup)"]["excluded"] == "none" and rows["listops (lra_listops)"]["seeds"] == "0, 1, 2"

@@ -4,6 +4,8 @@
 - papers: the paper configs (``config/papers/<paper>.yaml``) with their title, experiments, artefacts, claims;
 - experiments: per paper, each experiment's stages, variants, leaves and cells (jobs) at the scale given
   (default: ``scale`` of ``config/config.yaml``);
+- matrix: the axes of the cross-paper matrix at the scale: per task, the mixers run, those excluded (with why),
+  the learning rates and seeds;
 - mixers, tasks, models: every registered name (seqmix's own and other packages' entry points) with its
   options, read from the schema generated from the constructor (``seqmix.options``): type, bounds, default.
 """
@@ -15,7 +17,7 @@ from pathlib import Path
 
 from ..options import INT_OPTION_MAX
 
-WHAT = ("papers", "experiments", "mixers", "tasks", "models")
+WHAT = ("papers", "experiments", "matrix", "mixers", "tasks", "models")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -179,9 +181,33 @@ def _type_of(schema: dict) -> str:
     return " or ".join(t) if isinstance(t, list) else t
 
 
+def matrix_table(args) -> list[dict]:
+    """One row per task of ``config/papers/matrix.yaml`` at the scale: its mixers, exclusions, lrs and seeds."""
+    from ..config.loading import load_paper
+
+    scale = _scale(args)
+    cfg = load_paper(Path(args.root) / "config" / "papers" / "matrix.yaml", scale)
+    rows = []
+    for name, exp in cfg["experiments"].items():
+        sc = exp["scales"][scale]
+        sweep = exp.get("sweep") or {}
+        excluded = [f"{e['variant']} ({e['reason']})" for e in cfg.get("excluded", []) if e["experiment"] == name]
+        rows.append(
+            {
+                "task": f"{name} ({exp['base']['task']['name']})",
+                "mixers": ", ".join(sc.get("variants") or exp["variants"]),
+                "excluded": "; ".join(excluded) or "none",
+                "lrs": ", ".join(str(v) for v in sc.get("sweep_values", sweep.get("values", []))),
+                "seeds": ", ".join(str(s) for s in sc["seeds"]),
+            }
+        )
+    return rows
+
+
 TABLES = {
     "papers": papers_table,
     "experiments": experiments_table,
+    "matrix": matrix_table,
     "mixers": lambda args: components_table("mixer", args.long),
     "tasks": lambda args: components_table("task", args.long),
     "models": lambda args: components_table("model", args.long),
