@@ -157,7 +157,19 @@ def _train_leaf(work, run: dict, leaf: dict, label: str):
     metrics = {name: clock.series(series, end_ms) for name, series in pairs.items()}
     dataset = tracking_buffer.dataset_record(cfg.get("task") or {}, cfg["seed"], result.get("data_source"))
     (model,) = tracking_buffer.relative_artifacts([out / "model.pt"], run["results"])
-    rec = _record(run, leaf, "train", tags, metrics, clock.start_ms, end_ms=end_ms, dataset=dataset, model=model)
+    parent = tracking_buffer.experiment_key(run["paper"], run["scale"], run["experiment"])
+    rec = _record(
+        run,
+        leaf,
+        "train",
+        tags,
+        metrics,
+        clock.start_ms,
+        end_ms=end_ms,
+        dataset=dataset,
+        model=model,
+        parent_key=parent,
+    )
     marker = {
         "id": leaf["id"],
         "hash": leaf["hash"],

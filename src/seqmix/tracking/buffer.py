@@ -32,6 +32,12 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def experiment_key(paper: str, scale: str, experiment: str) -> str:
+    """The key of an experiment's parent run (one per paper, scale and experiment: for the matrix, one per task):
+    every train run names it as its parent, and the claims step writes it with the experiment's summary."""
+    return f"{paper}.{scale}.{experiment}"
+
+
 def buffer_record(
     *,
     key: str,

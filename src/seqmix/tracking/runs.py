@@ -29,6 +29,7 @@ from typing import Any
 from ..results import scale_root
 from .buffer import (
     buffer_record,
+    experiment_key,
     now_ms,
     paper_buffers,
     parents_first,
@@ -202,8 +203,22 @@ def log_paper_artefacts(
         end_ms=now_ms(),
         artifacts=relative_artifacts(files, spec["results"]),
     )
+    parents = [  # one parent run per experiment, nesting its train runs (tracking.buffer.experiment_key)
+        buffer_record(
+            key=experiment_key(spec["paper"], spec["scale"], exp),
+            experiment=spec["paper"],
+            run_name=f"{exp}@{spec['scale']}",
+            tags={**tags, "seqmix.kind": "experiment", "seqmix.experiment": exp},
+            params={"scale": spec["scale"], "experiment": exp},
+            metrics={},
+            start_ms=start_ms,
+            end_ms=now_ms(),
+            artifacts=relative_artifacts([s for s in [summary] if Path(s).exists()], spec["results"]),
+        )
+        for exp, summary in (spec.get("inputs", {}).get("summaries") or {}).items()
+    ]
     buf = Path(spec["paper_dir"]) / "tracking-artefacts.jsonl"
-    write_buffer(buf, [rec])
+    write_buffer(buf, [*parents, rec])
     root = scale_root(spec["results"], spec["scale"])  # the buffers are the scale's; the store is shared
     notes = {spec["paper"]: description} if description else None
     return ingest(paper_buffers(root, spec["paper"]) + [buf], uri, spec["results"], notes)
