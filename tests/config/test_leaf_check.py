@@ -70,6 +70,12 @@ class _NoEvaluate(RotationTeacher):
     evaluate = Task.evaluate
 
 
+class _NoTestSet(RotationTeacher):
+    """The rotation teacher without its test set (the base class's, which raises)."""
+
+    test_set = Task.test_set
+
+
 @pytest.fixture
 def no_evaluate_task():
     registry.load_all()
@@ -101,12 +107,11 @@ def test_the_same_task_is_accepted_when_the_experiment_does_not_evaluate(tmp_pat
     validate_leaves(path, yaml.safe_load(path.read_text()), "tiny")  # the claims on its metrics would object
 
 
-def test_a_diagnose_stage_needs_a_registered_probe(tmp_path, root):
-    def mutate(exp):
-        exp["stages"] = ["train", "diagnose"]
-
-    with pytest.raises(ConfigError, match="no diagnose probe is registered"):
-        load_paper(write_paper(tmp_path, root, mutate), "tiny")
+def test_a_diagnose_stage_needs_a_probe_or_a_test_set():
+    """A task without a probe of its own gets the influence diagnostic, which reads its test set."""
+    lacks = registry.worker("stages").lacks
+    assert lacks(RotationTeacher, "diagnose") is None
+    assert "no test_set()" in lacks(_NoTestSet, "diagnose")
 
 
 def test_an_unknown_option_set_by_a_sweep_names_the_sweep(tmp_path, root):
@@ -136,7 +141,7 @@ def test_stage_work_names_what_a_task_lacks():
     assert "batch" in lacks(lag, "train") and "evaluate(model)" in lacks(lag, "evaluate")
     assert lacks(lag, "diagnose") is None
     assert lacks(teacher, "train") is None and lacks(teacher, "evaluate") is None
-    assert "PROBES" in lacks(teacher, "diagnose")
+    assert lacks(teacher, "diagnose") is None  # the influence diagnostic (seqmix.diagnostics.probes)
     with pytest.raises(NotImplementedError, match="_NoEvaluate implements no evaluate"):
         _NoEvaluate.evaluate(object.__new__(_NoEvaluate), None)
 

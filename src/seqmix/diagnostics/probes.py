@@ -38,7 +38,7 @@ def lacks_probe(task_cls: type) -> str | None:
     """Why no probe can measure ``task_cls``'s models (None when one can)."""
     if any(issubclass(task_cls, c) for c in PROBES):
         return None
-    if getattr(task_cls, "test_set", Task.test_set) is Task.test_set:
+    if task_cls.test_set is Task.test_set:
         return "it has no probe of its own (PROBES) and no test_set() for the influence diagnostic"
     return None
 

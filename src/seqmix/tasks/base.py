@@ -9,6 +9,10 @@ import torch
 
 R = TypeVar("R")
 
+# the columns of the influence diagnostic's rows (seqmix.diagnostics.probes.influence): the diagnose stage's
+# summary columns of every task without a probe of its own
+DIAGNOSE_COLUMNS = ("quantity", "lag", "value", "lo", "hi")
+
 
 class Task:
     """Base class. Subclasses set ``d_in``, ``d_out``, ``seq_len`` and implement ``batch`` and ``loss``; an
@@ -22,9 +26,17 @@ class Task:
     # The columns each stage adds to the experiment's summary.csv, as fnmatch patterns (``cos_z*``: one per
     # layer), beside the leaf's own (seqmix.config.claims.LEAF_COLUMNS). Claims naming a column no stage
     # declares are refused before any job (seqmix.config.claims.check_claim_columns).
-    summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {}
+    summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {"diagnose": DIAGNOSE_COLUMNS}
+    # which split evaluate reads ("test" or "val"; the Evaluation option group sets it); None: no such choice
+    eval_split: str | None = None
     example_options: ClassVar[dict[str, Any]] = {}
     example_model: ClassVar[dict[str, Any]] = {}
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        own = cls.__dict__.get("summary_columns")
+        if own is not None and "diagnose" not in own:  # the default probe's rows, unless the class declares its own
+            cls.summary_columns = {**own, "diagnose": DIAGNOSE_COLUMNS}
 
     def model_inputs(self) -> dict:
         """What a model built for this task is given, as keyword arguments (sizes, fixed tensors): the model
@@ -50,7 +62,7 @@ class Task:
         when the leaf's ``eval.validation`` is true, e.g. to pick a learning rate on validation). Provided for
         every task whose ``evaluate`` reads the split named by its ``eval_split`` (the ``Evaluation`` option
         group); other tasks raise NotImplementedError."""
-        if getattr(self, "eval_split", None) not in ("test", "val"):
+        if self.eval_split not in ("test", "val"):
             raise NotImplementedError(f"{type(self).__qualname__} has no eval_split: it cannot evaluate on validation")
         saved = self.eval_split
         self.eval_split = "val"
