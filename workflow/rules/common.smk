@@ -14,7 +14,7 @@ from seqmix import results as layout
 from seqmix.config import artefacts as A
 from seqmix.config.base import ConfigError
 from seqmix.config.leaves import cell_run_config, expand_cells
-from seqmix.config.loading import discover_papers, load_all
+from seqmix.config.loading import blame_command_line, discover_papers, load_all
 from seqmix.io import canonical_json
 from seqmix.report.captions import rst_text
 from seqmix.training.allocator import apply_to_environ
@@ -24,7 +24,7 @@ apply_to_environ()  # glibc malloc settings every job process inherits (see seqm
 try:
     SEQMIX = load_all(config, workflow.basedir)
 except ConfigError as e:
-    raise WorkflowError(f"config error: {e}")
+    raise WorkflowError(f"config error: {blame_command_line(e, config)}")
 
 SCALE = config["scale"]
 RESULTS_ROOT = config["results"]  # every scale side by side, and the MLflow store they share

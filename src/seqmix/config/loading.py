@@ -7,6 +7,7 @@ re-exported here for the workflow and the CLI.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from .base import (
@@ -95,6 +96,23 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
 
     validate_artefacts(path, cfg, schema_dir)
     return cfg
+
+
+def blame_command_line(error: ConfigError, config: dict, config_file: str | Path = "config/config.yaml") -> str:
+    """The message of ``error`` with its origin: a key of the global config whose value is not the file's came
+    from Snakemake's ``--config`` (or a profile), so the message names that, not the file."""
+    top = (error.keypath or "").split(".")[0].split("[")[0]
+    if error.file != str(config_file) or not top or top not in config:
+        return str(error)
+    try:
+        in_file = load_yaml(config_file)
+    except (ConfigError, OSError):
+        return str(error)
+    if isinstance(in_file, dict) and in_file.get(top) == config[top]:
+        return str(error)
+    value = config[top]
+    shown = value if isinstance(value, (str, int, float, bool)) else json.dumps(value, sort_keys=True)
+    return f"--config {top}={shown} (command line, over {config_file}): {error.keypath}: {error.message}"
 
 
 def resolve_variant_sets(cfg: dict, path: Path) -> None:
