@@ -59,8 +59,12 @@ def cmd_mlflow_sync(args):
             if why
             else f"mlflow_sync: could not reach {uri}"
         )
-    _, problems = tracking_buffer.read_buffers(buffers)
-    write_json(args.out, {"uri": uri, "buffers": len(buffers), **counts, "skipped_lines": problems})
+    records, problems = tracking_buffer.read_buffers(buffers)
+    # a buffer holds one run per leaf and stage, several for the claims step (the paper's and each experiment's)
+    write_json(
+        args.out,
+        {"uri": uri, "buffers": len(buffers), "records": len(records), **counts, "skipped_lines": problems},
+    )
 
 
 def _descriptions(root: str, papers: list[str]) -> dict[str, str]:

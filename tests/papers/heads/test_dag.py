@@ -243,7 +243,7 @@ def test_mlflow_sync_replay_is_idempotent(tiny_dag):
         )
     assert r.returncode == 0, r.stderr[-2000:]
     counts = json.loads((work / "results" / ".mlflow" / "sync-test.json").read_text())
-    assert counts["created"] == 0 and counts["skipped"] == counts["buffers"]
+    assert counts["created"] == 0 and counts["skipped"] == counts["records"] >= counts["buffers"]
     assert _db(work).execute("select count(*) from runs").fetchone()[0] == before
 
 
