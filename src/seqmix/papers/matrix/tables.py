@@ -83,8 +83,9 @@ def scores(spec: dict, out: Path) -> None:
 
 
 def _overall(rk: pd.DataFrame) -> list[dict]:
-    """One row per mixer over the tasks where it has a rank, best mean rank first."""
-    ok = rk[np.isfinite(rk["rank"].to_numpy(dtype=float))]
+    """One row per mixer over the tasks where it has a rank among at least two mixers (a task with one mixer
+    ranks nothing: it would lift that mixer's mean), best mean rank first."""
+    ok = rk[np.isfinite(rk["rank"].to_numpy(dtype=float)) & (rk["n_ranked"] >= 2)]
     g = ok.groupby("mixer", sort=False).agg(
         mean_rank=("rank", "mean"), best=("rank_best", "mean"), worst=("rank_worst", "mean"), n=("experiment", "size")
     )
@@ -108,7 +109,8 @@ def ranking(spec: dict, out: Path) -> None:
     """ranking.{md,tex,csv}. Per task (best rank first): task, mixer, score, interval, rank = 1 + the
     number of mixers whose interval lies strictly on the better side of this one's (overlapping intervals
     tie), rank_range = the best and worst rank consistent with the intervals, mixers = how many were ranked
-    on the task. Then per mixer (task ``overall``): rank = its mean rank over the tasks it ran, rank_range
+    on the task. Then per mixer (task ``overall``): rank = its mean rank over the tasks it ran beside at least
+    one other mixer, rank_range
     = [mean of its best ranks, mean of its worst ranks] over those tasks, tasks = how many. A mixer without
     a score on a task is shown with rank ``n/a`` and left out of the means. Mean ranks compare mixers run
     on the same tasks; a mixer that ran fewer or smaller tasks has fewer rivals, see ``tasks``."""
@@ -135,7 +137,7 @@ def ranking(spec: dict, out: Path) -> None:
     caption = (
         f"Mixers ranked per task by their {100 * proto['confidence']:g}% intervals: rank = 1 + the number of "
         "mixers strictly better (intervals disjoint), so overlapping mixers tie; overall = mean rank over the "
-        "tasks a mixer ran, with the mean best-worst rank range."
+        "tasks a mixer ran beside at least one other, with the mean best-worst rank range."
     )
     write_table(pd.DataFrame(rows), Path(out) / "ranking", caption)
 
