@@ -713,7 +713,8 @@ def test_snakemake_stops_on_a_config_error_before_any_job(root):
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out
     assert "config error" in out, out
-    assert "config/config.yaml: scale: 'huge' is not one of ['tiny', 'cpu', 'paper']" in out, out
+    # the bad value came from the command line, and the message says so (config.loading.blame_command_line)
+    assert "--config scale=huge (command line, over config/config.yaml): scale: 'huge' is not one of" in out, out
     # nothing was scheduled: no job table, no rule announced
     assert "Job stats" not in out and "rule " not in out.replace("rules/", ""), out
 
