@@ -78,7 +78,10 @@ CASES = [
         None,
         CONFIG,
         "",
-        ["'bogus_key' was unexpected", "allowed keys: amp, compile, device, dispatch, dtype, kernels, papers"],
+        [
+            "'bogus_key' was unexpected",
+            "allowed keys: amp, compile, device, dispatch, dtype, front_page, kernels, papers",
+        ],
     ),
     (
         "unknown-scale",

@@ -182,6 +182,10 @@ def test_cells_one_row_per_leaf(spec, tmp_path):
     assert rope["exp_rate"].isna().all() and rope["power_hi"].isna().all()  # no fit -> empty, not an error
     assert df[df["experiment"] == "mqar"]["n_test"].isna().all()  # no test_size_key
     assert df[df["experiment"] == "lm"]["select_value"].isna().all()
+    # one lr per (task, mixer) is marked chosen, every seed of it: the rows the claims read
+    per_cell = df[df["chosen"] == 1].groupby(["experiment", "mixer"])["lr"].nunique()
+    assert (per_cell == 1).all() and len(per_cell) == len(CELLS)
+    assert len(df[df["chosen"] == 1]) == len(CELLS) * len(SEEDS)
 
 
 def test_scores_choose_lr_on_validation_never_test(spec, tmp_path):

@@ -15,7 +15,9 @@ material of every table and figure. Columns:
 - power, power_lo, power_hi: exponent p of the power-law fit log I = b - p log lag, with its interval;
 - effective_memory, effective_memory_lo, effective_memory_hi: the lag where influence falls below the
   diagnose stage's fraction of its scale, with its interval;
-- best_fit_power: 1 when the power law fits better (in log space), 0 when the exponential does.
+- best_fit_power: 1 when the power law fits better (in log space), 0 when the exponential does;
+- chosen: 1 for the leaves at their (task, mixer)'s learning rate chosen on validation (``selection``), else 0:
+  the claims read one measurement per seed there, as the tables do.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...report.tables import write_csv
-from .inputs import cell_rows
+from .selection import at_chosen, scored
 
 
 def grid(spec: dict, out: Path) -> None:
-    df = cell_rows(spec)
+    df, scores, _ = scored(spec)
+    picked = set(at_chosen(df, scores)[["experiment", "leaf"]].itertuples(index=False, name=None))
+    df["chosen"] = [int(key in picked) for key in zip(df["experiment"], df["leaf"])]
     rows = [{k: ("" if v != v else v) for k, v in r.items()} for r in df.to_dict("records")]  # NaN -> empty
     write_csv(Path(out) / "summary.csv", rows, checksum=True)
