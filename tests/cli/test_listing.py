@@ -113,3 +113,23 @@ def test_the_matrix_axes_with_exclusions_by_capability(capsys):
     assert rows["mqar (diffuse_mqar)"]["excluded"].startswith("factorized (task 'diffuse_mqar' evaluates beyond")
     assert "factorized" not in rows["mqar (diffuse_mqar)"]["mixers"].split(", ")
     assert rows["symbolsoup (symbolsoup)"]["excluded"] == "none" and rows["listops (lra_listops)"]["seeds"] == "0, 1, 2"
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["mixers", "--paper", "heads"], "list mixers: --paper applies to papers, experiments only"),
+        (["matrix", "--long"], "list matrix: --long applies to mixers, tasks, models only"),
+        (["tasks", "--scale", "cpu"], "list tasks: --scale applies to papers, experiments, matrix only"),
+    ],
+)
+def test_an_option_the_table_does_not_read_is_an_error(argv, message):
+    """Before: silently ignored (`list mixers --paper heads` listed every mixer)."""
+    with pytest.raises(SystemExit, match=re.escape(message)):
+        main(["list", *argv, "--root", str(ROOT)])
+
+
+def test_validate_names_a_missing_config(tmp_path):
+    """Before: a ConfigError traceback."""
+    with pytest.raises(SystemExit, match=r"config error: .*nope\.yaml: <top>: file does not exist"):
+        main(["validate", "--config", str(tmp_path / "nope.yaml"), "--root", str(ROOT)])

@@ -52,8 +52,8 @@ def test_progress_names_a_misspelt_paper_or_experiment(tmp_path, monkeypatch, ro
     monkeypatch.chdir(root)
     with pytest.raises(SystemExit, match=r"unknown paper 'haeds' .*did you mean 'heads'\?"):
         main(["progress", "--results", str(tmp_path), "--paper", "haeds"])
-    with pytest.raises(SystemExit, match=r"heads has no experiment 'exp9' \(experiments: exp1, exp2\)"):
-        main(["progress", "--results", str(tmp_path), "--paper", "heads", "--experiment", "exp9"])
+    with pytest.raises(SystemExit, match=r"unknown experiment 'epx1' of heads \(experiments: exp1, exp2\); did you"):
+        main(["progress", "--results", str(tmp_path), "--paper", "heads", "--experiment", "epx1"])
     with pytest.raises(SystemExit, match="has the DAG written them yet"):  # a real paper, not run yet
         main(["progress", "--results", str(tmp_path), "--paper", "heads"])
 
@@ -69,6 +69,17 @@ def test_where_prints_an_mlflow_command_that_runs_as_printed(tmp_path, capsys):
     assert Path(exe).resolve() == (Path(sys.executable).parent / "mlflow").resolve() and Path(exe).exists()
     assert rest[:3] == ["ui", "--backend-store-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"]
     assert rest[3:] == ["--artifacts-destination", str(tmp_path / ".mlflow" / "artifacts")]
+
+
+def test_where_without_results_says_so(tmp_path, capsys):
+    """Before: a bare 'seqmix: outputs' header, as if the run had made nothing."""
+    with pytest.raises(SystemExit, match=r"no results of any scale \(tiny, cpu, paper\) under .*: run the DAG first"):
+        main(["where", "--results", str(tmp_path / "results")])
+    (tmp_path / "results" / "tiny").mkdir(parents=True)
+    with pytest.raises(SystemExit, match=r"no results of scale cpu under "):
+        main(["where", "--results", str(tmp_path / "results"), "--scale", "cpu"])
+    main(["where", "--results", str(tmp_path / "results")])
+    assert "scale tiny:" in capsys.readouterr().out
 
 
 def test_ui_runs_the_venvs_mlflow_on_the_store(tmp_path, capsys):

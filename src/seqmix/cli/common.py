@@ -1,16 +1,51 @@
-"""What every command group of the CLI shares: its sub-command with ``--threads``, and the job setup."""
+"""What every command group of the CLI shares: a rule's sub-command with ``--threads``, a person's
+sub-command with its examples, and the 'did you mean' hint."""
 
 from __future__ import annotations
 
 import argparse
 
+# the line that opens a people's command's examples in its --help; each example below it starts with EXAMPLE
+EXAMPLES = "examples:"
+EXAMPLE = "python -m seqmix "
+# what marks a rule's command in the list of commands (people rarely run them: to retry one cell, --set)
+RULE = "[rule]"
+
 
 def command(sub: argparse._SubParsersAction, name: str, fn, help_: str) -> argparse.ArgumentParser:
-    """A sub-command ``name`` running ``fn(args)``, with the ``--threads`` every job takes."""
-    sp = sub.add_parser(name, help=help_, description=help_)
+    """A sub-command ``name`` that a Snakemake rule runs as ``fn(args)``, with the ``--threads`` every job
+    takes."""
+    sp = sub.add_parser(name, help=f"{RULE} {help_}", description=help_)
     sp.set_defaults(fn=fn)
-    sp.add_argument("--threads", type=int, default=1, help="torch threads (the rule's `threads`)")
+    sp.add_argument("--threads", type=int, default=1, help="torch threads (the rule's `threads`), e.g. --threads 2")
     return sp
+
+
+def user_command(
+    sub: argparse._SubParsersAction, name: str, fn, help_: str, examples: list[tuple[str, str]]
+) -> argparse.ArgumentParser:
+    """A sub-command ``name`` for people, running ``fn(args)``; its --help ends with ``examples``, each
+    (the arguments after ``python -m seqmix <name>``, what it does), as lines a shell takes as printed."""
+    lines = [EXAMPLES]
+    for args, what in examples:
+        lines += [f"  {EXAMPLE}{name} {args}".rstrip(), f"      {what}"]
+    sp = sub.add_parser(
+        name,
+        help=help_,
+        description=help_,
+        epilog="\n".join(lines),
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # keeps the examples one per line
+    )
+    sp.set_defaults(fn=fn)
+    return sp
+
+
+def examples_of(parser: argparse.ArgumentParser) -> list[str]:
+    """The example command lines of a people's sub-command's --help (``python -m seqmix ...``)."""
+    text = (parser.epilog or "").split(EXAMPLES, 1)
+    if len(text) < 2:
+        return []
+    return [ln.strip() for ln in text[1].splitlines() if ln.strip().startswith(EXAMPLE)]
 
 
 def near_miss(name: str, known: list[str]) -> str:

@@ -16,29 +16,92 @@ import argparse
 from pathlib import Path
 
 from ..options import INT_OPTION_MAX
+from ..results import SCALES
+from .common import user_command
 
 WHAT = ("papers", "experiments", "matrix", "mixers", "tasks", "models")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    sp = sub.add_parser("list", help="list papers, experiments (with cells per scale), mixers, tasks or models")
-    sp.set_defaults(fn=cmd_list)
-    sp.add_argument("what", nargs="?", choices=WHAT, default="papers")
-    sp.add_argument("--root", default=".", help="the repository root (config/ lives there)")
-    sp.add_argument("--config", default="config/config.yaml", help="the global config (its scale is the default)")
-    sp.add_argument("--scale", choices=("tiny", "cpu", "paper"), help="count experiments' cells at this scale")
-    sp.add_argument("--paper", help="experiments of this paper only, e.g. --paper heads")
-    sp.add_argument("--long", action="store_true", help="mixers/tasks/models: every option with type, bounds, default")
-    sp = sub.add_parser("validate", help="validate the configs (what the Snakefile does before any job)")
-    sp.set_defaults(fn=cmd_validate)
-    sp.add_argument("--config", default="config/config.yaml", help="the global config")
-    sp.add_argument("--root", default=".", help="the repository root (config/ lives there)")
-    sp.add_argument("--scale", choices=("tiny", "cpu", "paper"), help="validate this scale (default: the config's)")
+    sp = user_command(
+        sub,
+        "list",
+        cmd_list,
+        "list papers, experiments (with cells per scale), the matrix's axes, mixers, tasks or models",
+        [
+            ("", "the papers: id, title, and how many experiments, artefacts and claims each has"),
+            ("experiments --paper heads --scale cpu", "heads' experiments: stages, variants, leaves and cells"),
+            ("matrix --scale cpu", "the cross-paper matrix per task: mixers run, those excluded (why), lrs, seeds"),
+            ("mixers", "every registered mixer with its option names (required ones starred)"),
+            ("tasks --long", "every registered task with each option's type, bounds and default"),
+            ("papers --root ../seqmix-clone --config config/config.yaml", "the papers of another checkout"),
+        ],
+    )
+    sp.add_argument(
+        "what",
+        nargs="?",
+        choices=WHAT,
+        default="papers",
+        help="what to list (default: papers): papers, experiments and matrix read the configs, mixers, tasks "
+        "and models the registry, e.g. list mixers",
+    )
+    sp.add_argument(
+        "--root", default=".", help="the repository root whose config/ is read (default: .), e.g. --root ~/seqmix"
+    )
+    sp.add_argument(
+        "--config",
+        default="config/config.yaml",
+        help="the global config, relative to --root; its scale: is the default of --scale "
+        "(default: config/config.yaml), e.g. --config config/config.yaml",
+    )
+    sp.add_argument(
+        "--scale",
+        choices=SCALES,
+        help="papers, experiments, matrix: read the configs at this scale (experiments count their leaves and "
+        "cells at it; default: --config's scale:), e.g. --scale cpu",
+    )
+    sp.add_argument("--paper", help="papers, experiments: this paper only, e.g. --paper heads")
+    sp.add_argument(
+        "--long", action="store_true", help="mixers, tasks, models: every option with type, bounds, default"
+    )
+    sp = user_command(
+        sub,
+        "validate",
+        cmd_validate,
+        "validate the configs (what the Snakefile does before any job)",
+        [
+            ("", "config/config.yaml and the paper configs it selects, at its scale"),
+            ("--scale paper", "the same at the paper scale"),
+            ("--config ../run/config.yaml --root ../run", "another checkout's configs"),
+        ],
+    )
+    sp.add_argument(
+        "--config",
+        default="config/config.yaml",
+        help="the global config, relative to the current directory (default: config/config.yaml), "
+        "e.g. --config ../run/config.yaml",
+    )
+    sp.add_argument(
+        "--root",
+        default=".",
+        help="the repository root whose config/papers/<paper>.yaml are validated (default: .), e.g. --root ../run",
+    )
+    sp.add_argument(
+        "--scale", choices=SCALES, help="validate at this scale instead of --config's scale:, e.g. --scale paper"
+    )
+
+
+# which of list's options each table reads (--root and --config: every table that reads a config)
+APPLIES = {"paper": ("papers", "experiments"), "scale": ("papers", "experiments", "matrix")}
+APPLIES["long"] = ("mixers", "tasks", "models")
 
 
 def cmd_list(args) -> None:
     from ..config.base import ConfigError
 
+    for option, tables in APPLIES.items():  # an option a table does not read would be silently ignored
+        if getattr(args, option) not in (None, False) and args.what not in tables:
+            raise SystemExit(f"list {args.what}: --{option} applies to {', '.join(tables)} only")
     try:
         table = TABLES[args.what](args)
     except ConfigError as e:
@@ -51,7 +114,10 @@ def cmd_validate(args):
     from ..config.base import ConfigError, load_yaml
     from ..config.loading import load_all
 
-    cfg = load_yaml(args.config)
+    try:
+        cfg = load_yaml(args.config)
+    except ConfigError as e:  # a missing or malformed file, named
+        raise SystemExit(f"config error: {e}") from None
     if args.scale:
         cfg["scale"] = args.scale
     try:

@@ -1,9 +1,9 @@
 """``python -m seqmix <command>``: the one entry point every rule and every user command calls.
 
-One module per command group, each with ``register(subparsers)``: ``listing`` (list, validate) and
-``status`` (where, progress) for people; ``papers`` (artefact, claims, claims-summary, claims-export,
-report-index), ``tracking`` (mlflow-init, mlflow-sync) and ``stages`` (train, evaluate, diagnose, collect)
-for the rules.
+One module per command group, each with ``register(subparsers)``. For people, listed first in --help, each
+with examples: ``listing`` (list, validate), ``status`` (where, progress, ui) and ``measured`` (claims-summary,
+archive, claims-export). For the rules: ``papers`` (artefact, claims, report-index), ``tracking``
+(mlflow-init, mlflow-sync) and ``stages`` (train, evaluate, diagnose, collect).
 """
 
 from __future__ import annotations
@@ -12,17 +12,38 @@ import argparse
 import logging
 
 from ..pipeline import runner
-from . import listing, papers, stages, status, tracking
+from . import listing, measured, papers, stages, status, tracking
+
+FOR_PEOPLE = (listing, status, measured)
+FOR_RULES = (papers, tracking, stages)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command tree: the people's commands, then the rules'."""
+    p = argparse.ArgumentParser(
+        prog="seqmix",
+        description="seqmix: the commands for people first, then (marked [rule]) the steps the Snakemake rules "
+        "run on the DAG's files",
+        epilog="seqmix <command> --help: what each flag does; the people's commands end with examples.",
+    )
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="<command>")
+    for group in FOR_PEOPLE:
+        group.register(sub)
+    for group in FOR_RULES:
+        group.register(sub)
+    return p
+
+
+def people_commands() -> tuple[str, ...]:
+    """The names of the people's commands, in --help order."""
+    sub = argparse.ArgumentParser().add_subparsers()
+    for group in FOR_PEOPLE:
+        group.register(sub)
+    return tuple(sub.choices)
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(
-        prog="seqmix", description="seqmix: the commands of the pipeline and of the people using it"
-    )
-    sub = p.add_subparsers(dest="cmd", required=True, metavar="<command>")
-    for group in (listing, status, papers, tracking, stages):  # the people's commands first
-        group.register(sub)
-    args = p.parse_args(argv)
+    args = build_parser().parse_args(argv)
     from ..io import DiskFullError
     from ..results import CorruptResult
 

@@ -1,5 +1,5 @@
-"""``seqmix artefact|claims|claims-summary|archive|claims-export|report-index``: a paper's tables, figures and
-analyses, its verdicts, the archive of a long run's tables, and the documents made from them."""
+"""``seqmix artefact|claims|report-index``: the rules' steps that make a paper's tables, figures and analyses,
+its verdicts, and the index of a scale's results (the verdict documents people make: ``cli.measured``)."""
 
 from __future__ import annotations
 
@@ -14,51 +14,32 @@ from .common import command
 def register(sub: argparse._SubParsersAction) -> None:
     sp = command(sub, "artefact", cmd_artefact, "render one table, figure or analysis of a paper")
     sp.add_argument("--run", required=True, help="the artefact's run spec JSON (it names the paper and artefact)")
-    sp.add_argument("--out", required=True, help="the directory it writes into")
-    sp.add_argument("--html", help="also render the written CSV --html-from as this HTML page (for the report)")
-    sp.add_argument("--html-from", help="the written CSV (a file name in --out) that --html renders")
-    sp = command(sub, "claims", cmd_claims, "check the paper's claims against our results")
-    sp.add_argument("--run", required=True, help="the claims step's run spec JSON")
-    sp.add_argument("--out-md", required=True, help="the verdicts as markdown")
-    sp.add_argument("--out-csv", required=True, help="the verdicts as CSV")
-    sp.add_argument("--out-html", help="the claims table as an HTML page (for the report)")
-    sp = command(
-        sub,
-        "claims-summary",
-        cmd_claims_summary,
-        "verdict counts per paper and kind, from <results>/<paper>/claims.csv",
-    )
-    sp.add_argument("--results", default="results/tiny", help="one scale's results (results/<scale>)")
-    sp.add_argument("--out", default="docs/measured/claims_counts.md", help="the markdown table it writes")
-    sp = command(
-        sub,
-        "archive",
-        cmd_archive,
-        "keep the tables one paper's claims read from a run (docs/measured/<paper>/<scale>/) and judge them",
-    )
-    sp.add_argument("--results", required=True, help="one scale's results (results/<scale>); the scale is its name")
-    sp.add_argument("--paper", required=True, help="the paper id")
-    sp.add_argument("--out", help="the archive directory (default: docs/measured/<paper>/<scale>)")
-    sp.add_argument("--device", help="what the run ran on (default: this machine's CPU and core count)")
-    sp.add_argument("--data", help="the data the run read (default: the paper config's data: entry for the scale)")
-    sp.add_argument("--root", default=".", help="the repository root (config/papers/<paper>.yaml)")
-    sp = command(
-        sub,
-        "claims-export",
-        cmd_claims_export,
-        "regenerate archives' verdict docs (claims.md, claims.csv) with today's claims and engine",
-    )
     sp.add_argument(
-        "--archive", nargs="*", help="archive directories (default: every docs/measured/<paper>/<scale>/ archive)"
+        "--out", required=True, help="the directory it writes into (the kind's: tables/, figures/ or the analysis' own)"
     )
-    sp.add_argument("--root", default=".", help="the repository root (config/papers/<paper>.yaml)")
+    sp.add_argument("--html", help="also render the CSV --html-from as this HTML page (the report shows it)")
+    sp.add_argument("--html-from", help="the CSV, a file name in --out that the artefact wrote, which --html renders")
+    sp = command(sub, "claims", cmd_claims, "check the paper's claims against our results")
+    sp.add_argument(
+        "--run", required=True, help="the claims step's run spec JSON (paper, scale, claims, its input tables)"
+    )
+    sp.add_argument("--out-md", required=True, help="the verdicts as markdown (claims.md)")
+    sp.add_argument("--out-csv", required=True, help="the verdicts as CSV (claims.csv, with its checksum beside it)")
+    sp.add_argument("--out-html", help="the claims table as an HTML page (for the report)")
     sp = command(
         sub, "report-index", cmd_report_index, "write results/<scale>/report.md, the index of what was produced"
     )
-    sp.add_argument("--results", required=True, help="the results root")
-    sp.add_argument("--papers", nargs="+", required=True, help="the papers of the run")
-    sp.add_argument("--scale", required=True, help="the scale of the run")
-    sp.add_argument("--out", required=True, help="the index it writes")
+    sp.add_argument(
+        "--results", required=True, help="the scale's results (results/<scale>), whose papers' claims it counts"
+    )
+    sp.add_argument(
+        "--papers",
+        nargs="+",
+        required=True,
+        help="the papers of the run (papers with claims under --results are listed too)",
+    )
+    sp.add_argument("--scale", required=True, help="the scale of the run, named in the index's title")
+    sp.add_argument("--out", required=True, help="the index it writes (results/<scale>/report.md)")
 
 
 def cmd_artefact(args):
@@ -123,87 +104,6 @@ def cmd_claims(args):
         write_table_html(args.out_csv, args.out_html, f"{spec['paper']}: claims at scale {spec['scale']}")
     artefacts = [p for paths in spec["inputs"]["artefacts"].values() for p in paths]
     _log_paper_artefacts(spec, [args.out_md, args.out_csv] + artefacts, start_ms)
-
-
-def cmd_claims_summary(args):
-    """The verdict counts per paper and kind (with scale and commit) that the README shows."""
-    from ..claims.engine import write_counts
-
-    command = f"python -m seqmix claims-summary --results {args.results} --out {args.out}"
-    try:
-        table = write_counts(Path(args.results), Path(args.out), command)
-    except FileNotFoundError as e:
-        raise SystemExit(str(e)) from None
-    print(f"{args.out}: {len(table)} rows from {table['paper'].nunique()} papers")
-
-
-def _paper_config(root: str, paper: str, scale: str) -> dict:
-    from ..config.base import ConfigError
-    from ..config.loading import load_paper
-
-    path = Path(root) / "config" / "papers" / f"{paper}.yaml"
-    if not path.exists():
-        raise SystemExit(f"{path}: no such paper config (papers: config/papers/*.yaml)")
-    try:
-        return load_paper(path, scale)
-    except ConfigError as e:
-        raise SystemExit(f"config error: {e}") from None
-
-
-def _this_machine() -> str:
-    import os
-    import platform
-
-    return f"CPU ({platform.machine()}, {os.cpu_count()} cores)"
-
-
-def cmd_archive(args):
-    """Archive the tables a run's claims read and write the verdict docs judged on them."""
-    from ..claims import archive
-
-    results = Path(args.results)
-    scale = results.name
-    out = Path(args.out or Path(args.root) / "docs" / "measured" / args.paper / scale)
-    cfg = _paper_config(args.root, args.paper, scale)
-    claims = cfg["claims"] or []
-    data = args.data or (cfg.get("data") or {}).get(scale)
-    if not data:
-        raise SystemExit(
-            f"say what data the run read: --data '...' (config/papers/{args.paper}.yaml has no data.{scale})"
-        )
-    command = f"python -m seqmix archive --results {args.results} --paper {args.paper}"
-    try:
-        meta = archive.make_archive(
-            results / args.paper,
-            claims,
-            out,
-            paper=args.paper,
-            scale=scale,
-            device=args.device or _this_machine(),
-            data=data,
-            command=command,
-        )
-    except FileNotFoundError as e:
-        raise SystemExit(str(e)) from None
-    n = archive.judge_archive(out, claims)
-    missing = f"; not in the run: {', '.join(meta['missing_tables'])}" if meta["missing_tables"] else ""
-    print(f"{out}: {len(meta['tables'])} tables, {n} claims judged{missing}")
-
-
-def cmd_claims_export(args):
-    """Re-judge archives with today's claims and engine: their claims.md and claims.csv, regenerated."""
-    from ..claims import archive
-
-    dirs = [Path(a) for a in args.archive] if args.archive else archive.archives(Path(args.root) / "docs" / "measured")
-    if not dirs:
-        raise SystemExit("no archives under docs/measured/ (make one with `python -m seqmix archive`)")
-    for d in dirs:
-        try:
-            meta = archive.read_meta(d)
-        except FileNotFoundError as e:
-            raise SystemExit(str(e)) from None
-        n = archive.judge_archive(d, _paper_config(args.root, meta["paper"], meta["scale"])["claims"] or [])
-        print(f"{d}: {n} claims of {meta['paper']} at {meta['scale']}")
 
 
 def _log_paper_artefacts(spec: dict, files: list[str], start_ms: int) -> None:

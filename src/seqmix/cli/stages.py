@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             action="append",
             default=[],
             metavar="KEY.PATH=VALUE",
-            help="override a leaf config key for this run (repeatable, e.g. train.lr=3e-4); leaves are written "
+            help="override a leaf config key for this run (repeatable, e.g. --set train.lr=3e-4); leaves are written "
             "beside --out, with the run config as run.json there",
         )
     sp = command(sub, "collect", cmd_collect, "gather cell summaries into one CSV")

@@ -7,26 +7,65 @@ import argparse
 from pathlib import Path
 
 from ..results import SCALES
-from .common import near_miss
+from .common import near_miss, user_command
 from .listing import markdown
+
+RESULTS_HELP = "the results root, holding one directory per scale and mlflow.db (default: results)"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    sp = sub.add_parser("where", help="print where a run's outputs are")
-    sp.set_defaults(fn=cmd_where)
-    sp.add_argument("--results", default="results")
-    sp.add_argument("--scale", choices=SCALES, help="one scale (default: every scale under --results)")
-    sp = sub.add_parser("progress", help="what has trained/evaluated so far, with chosen metrics")
-    sp.set_defaults(fn=cmd_progress)
-    sp.add_argument("--results", default="results")
-    sp.add_argument("--scale", choices=SCALES, default="tiny")
-    sp.add_argument("--paper", required=True)
-    sp.add_argument("--experiment", help="one experiment (default: all)")
-    sp.add_argument("--metrics", help="comma-separated metric names to show for evaluated leaves, e.g. acc,loss")
-    sp = sub.add_parser("ui", help="open the MLflow UI on the results' store (the venv's mlflow, artifacts included)")
-    sp.set_defaults(fn=cmd_ui)
-    sp.add_argument("--results", default="results", help="the results root holding mlflow.db (default: results)")
-    sp.add_argument("--port", type=int, default=5000, help="the port it serves on (default: 5000)")
+    sp = user_command(
+        sub,
+        "where",
+        cmd_where,
+        "print where a run's outputs are: per scale and paper its claims, tables, figures, report; the MLflow store",
+        [
+            ("", "every scale under results/ (what make reproduce prints last)"),
+            ("--results results --scale cpu", "the cpu scale's outputs only"),
+        ],
+    )
+    sp.add_argument("--results", default="results", help=f"{RESULTS_HELP}, e.g. --results /scratch/seqmix-results")
+    sp.add_argument(
+        "--scale", choices=SCALES, help="one scale (default: every scale under --results), e.g. --scale cpu"
+    )
+    sp = user_command(
+        sub,
+        "progress",
+        cmd_progress,
+        "what has trained/evaluated so far, leaf by leaf, with chosen metrics (also while the DAG runs)",
+        [
+            ("--paper heads", "every leaf of heads at the tiny scale: evaluated, trained, its step, or not started"),
+            (
+                "--scale cpu --paper superposition --experiment e1 --metrics cos_z1,cos_z2,cos_z3",
+                "one experiment at the cpu scale, with three metrics of its evaluated leaves",
+            ),
+            ("--results /scratch/seqmix-results --paper rotations", "a run under another results root"),
+        ],
+    )
+    sp.add_argument("--results", default="results", help=f"{RESULTS_HELP}, e.g. --results /scratch/seqmix-results")
+    sp.add_argument("--scale", choices=SCALES, default="tiny", help="the run's scale (default: tiny), e.g. --scale cpu")
+    sp.add_argument(
+        "--paper", required=True, help="the paper id (python -m seqmix list papers names them), e.g. --paper heads"
+    )
+    sp.add_argument("--experiment", help="one experiment of the paper (default: all), e.g. --experiment exp1")
+    sp.add_argument(
+        "--metrics",
+        help="comma-separated names of metrics the evaluated leaves wrote, shown per leaf, "
+        "e.g. --metrics cos_z1,cos_z2",
+    )
+    sp = user_command(
+        sub,
+        "ui",
+        cmd_ui,
+        "open the MLflow UI on the results' store (the venv's mlflow, artifacts included)",
+        [
+            ("", "serve results/mlflow.db on http://127.0.0.1:5000"),
+            ("--port 5001 --print", "print the mlflow ui command for port 5001 instead of running it"),
+            ("--results /scratch/seqmix-results", "the store of another results root"),
+        ],
+    )
+    sp.add_argument("--results", default="results", help=f"{RESULTS_HELP}, e.g. --results /scratch/seqmix-results")
+    sp.add_argument("--port", type=int, default=5000, help="the port it serves on (default: 5000), e.g. --port 5001")
     sp.add_argument("--print", action="store_true", help="print the command instead of running it")
 
 
@@ -37,6 +76,10 @@ def cmd_where(args):
 
     results = Path(args.results)
     roots = [layout.scale_root(results, args.scale)] if args.scale else layout.scale_roots(results)
+    if not any(r.is_dir() for r in roots) and not (results / "mlflow.db").exists():
+        # a bare header reads like a run that made nothing
+        which = f"scale {args.scale}" if args.scale else f"any scale ({', '.join(SCALES)})"
+        raise SystemExit(f"no results of {which} under {results}: run the DAG first (make reproduce)")
     print("\nseqmix: outputs")
     for root in (r for r in roots if r.is_dir()):
         print(f"  scale {root.name}:")
@@ -115,7 +158,10 @@ def _check_names(results: Path, paper: str, experiment: str | None) -> None:
     if experiment is not None and paper in papers:
         experiments = sorted(load_yaml(Path("config") / "papers" / f"{paper}.yaml").get("experiments") or {})
         if experiment not in experiments:
-            raise SystemExit(f"{paper} has no experiment {experiment!r} (experiments: {', '.join(experiments)})")
+            raise SystemExit(
+                f"unknown experiment {experiment!r} of {paper} (experiments: {', '.join(experiments)})"
+                f"{near_miss(experiment, experiments)}"
+            )
 
 
 def cmd_progress(args):

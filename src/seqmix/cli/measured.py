@@ -1,0 +1,176 @@
+"""``seqmix claims-summary|archive|claims-export``: the verdict documents people keep in the repository under
+docs/measured/ (the README's counts, a long run's archive of tables and its verdicts), made from a run."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .common import near_miss, user_command
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    sp = user_command(
+        sub,
+        "claims-summary",
+        cmd_claims_summary,
+        "verdict counts per paper and kind, from <results>/<paper>/claims.csv (the README's counts)",
+        [
+            ("", "docs/measured/claims_counts.md from results/tiny/<paper>/claims.csv"),
+            ("--results results/cpu --out /tmp/cpu_counts.md", "the cpu run's counts, written elsewhere"),
+        ],
+    )
+    sp.add_argument(
+        "--results",
+        default="results/tiny",
+        help="one scale's results, whose <paper>/claims.csv are counted (default: results/tiny), "
+        "e.g. --results results/cpu",
+    )
+    sp.add_argument(
+        "--out",
+        default="docs/measured/claims_counts.md",
+        help="the markdown table it writes (default: docs/measured/claims_counts.md), e.g. --out /tmp/counts.md",
+    )
+    sp = user_command(
+        sub,
+        "archive",
+        cmd_archive,
+        "keep the tables one paper's claims read from a run (docs/measured/<paper>/<scale>/) and judge them",
+        [
+            ("--results results/cpu --paper heads", "heads' cpu run into docs/measured/heads/cpu/, judged there"),
+            (
+                "--results results/cpu --paper b2s6 --device 'NVIDIA H100' --data 'LRA, real'",
+                "saying what the run ran on and read",
+            ),
+            ("--results results/tiny --paper heads --out /tmp/heads-tiny", "a trial archive outside docs/"),
+        ],
+    )
+    sp.add_argument(
+        "--results",
+        required=True,
+        help="one scale's results (results/<scale>); the scale is its name, e.g. --results results/cpu",
+    )
+    sp.add_argument("--paper", required=True, help="the paper id, e.g. --paper heads")
+    sp.add_argument(
+        "--out",
+        help="the archive directory (default: docs/measured/<paper>/<scale> under --root), e.g. --out /tmp/heads-cpu",
+    )
+    sp.add_argument(
+        "--device",
+        help="what the run ran on (default: this machine's CPU and core count), e.g. --device 'NVIDIA H100'",
+    )
+    sp.add_argument(
+        "--data",
+        help="the data the run read (default: the paper config's data: entry for the scale), e.g. --data 'LRA, real'",
+    )
+    sp.add_argument(
+        "--root",
+        default=".",
+        help="the repository root whose config/papers/<paper>.yaml holds the claims (default: .), e.g. --root ~/seqmix",
+    )
+    sp = user_command(
+        sub,
+        "claims-export",
+        cmd_claims_export,
+        "regenerate archives' verdict docs (claims.md, claims.csv) with today's claims and engine",
+        [
+            ("", "every archive under docs/measured/"),
+            ("--archive docs/measured/heads/cpu", "one archive"),
+        ],
+    )
+    sp.add_argument(
+        "--archive",
+        nargs="*",
+        help="archive directories (default: every docs/measured/<paper>/<scale>/ under --root), "
+        "e.g. --archive docs/measured/heads/cpu",
+    )
+    sp.add_argument(
+        "--root",
+        default=".",
+        help="the repository root whose config/papers/<paper>.yaml holds the claims (default: .), e.g. --root ~/seqmix",
+    )
+
+
+def cmd_claims_summary(args):
+    """The verdict counts per paper and kind (with scale and commit) that the README shows."""
+    from ..claims.engine import write_counts
+
+    command = f"python -m seqmix claims-summary --results {args.results} --out {args.out}"
+    try:
+        table = write_counts(Path(args.results), Path(args.out), command)
+    except FileNotFoundError as e:
+        raise SystemExit(str(e)) from None
+    print(f"{args.out}: {len(table)} rows from {table['paper'].nunique()} papers")
+
+
+def _paper_config(root: str, paper: str, scale: str) -> dict:
+    from ..config.base import ConfigError
+    from ..config.loading import discover_papers, load_paper
+
+    path = Path(root) / "config" / "papers" / f"{paper}.yaml"
+    if not path.exists():
+        known = discover_papers(root)
+        raise SystemExit(f"unknown paper {paper!r}: no {path} (papers: {', '.join(known)}){near_miss(paper, known)}")
+    try:
+        return load_paper(path, scale)
+    except ConfigError as e:
+        raise SystemExit(f"config error: {e}") from None
+
+
+def _this_machine() -> str:
+    import os
+    import platform
+
+    return f"CPU ({platform.machine()}, {os.cpu_count()} cores)"
+
+
+def cmd_archive(args):
+    """Archive the tables a run's claims read and write the verdict docs judged on them."""
+    from ..claims import archive
+    from ..results import SCALES
+
+    results = Path(args.results)
+    scale = results.name
+    if scale not in SCALES:  # the scale is read from the path: results/ itself would archive as scale 'results'
+        raise SystemExit(f"--results {args.results}: not one scale's results (results/<scale>, scales: {SCALES})")
+    out = Path(args.out or Path(args.root) / "docs" / "measured" / args.paper / scale)
+    cfg = _paper_config(args.root, args.paper, scale)
+    claims = cfg["claims"] or []
+    data = args.data or (cfg.get("data") or {}).get(scale)
+    if not data:
+        raise SystemExit(
+            f"say what data the run read: --data '...' (config/papers/{args.paper}.yaml has no data.{scale})"
+        )
+    command = f"python -m seqmix archive --results {args.results} --paper {args.paper}"
+    try:
+        meta = archive.make_archive(
+            results / args.paper,
+            claims,
+            out,
+            paper=args.paper,
+            scale=scale,
+            device=args.device or _this_machine(),
+            data=data,
+            command=command,
+        )
+    except FileNotFoundError as e:
+        raise SystemExit(str(e)) from None
+    n = archive.judge_archive(out, claims)
+    missing = f"; not in the run: {', '.join(meta['missing_tables'])}" if meta["missing_tables"] else ""
+    print(f"{out}: {len(meta['tables'])} tables, {n} claims judged{missing}")
+
+
+def cmd_claims_export(args):
+    """Re-judge archives with today's claims and engine: their claims.md and claims.csv, regenerated."""
+    from ..claims import archive
+
+    dirs = [Path(a) for a in args.archive] if args.archive else archive.archives(Path(args.root) / "docs" / "measured")
+    if not dirs:
+        raise SystemExit("no archives under docs/measured/ (make one with `python -m seqmix archive`)")
+    for d in dirs:
+        try:
+            meta = archive.read_meta(d)
+        except FileNotFoundError as e:
+            raise SystemExit(str(e)) from None
+        n = archive.judge_archive(d, _paper_config(args.root, meta["paper"], meta["scale"])["claims"] or [])
+        print(f"{d}: {n} claims of {meta['paper']} at {meta['scale']}")
