@@ -41,6 +41,8 @@ help:
 	@echo "make reproduce SCALE=cpu   # results/cpu/, beside results/tiny/"
 	@echo "make dryrun SCALE=cpu"
 	@echo "make report      # rebuild results/tiny/report.html (e.g. after a plain snakemake run)"
+	@echo "make venv        # only the venv and the install"
+	@echo "make clean-results   # removes results/ and .snakemake/"
 
 venv: $(STAMP)
 
