@@ -1,5 +1,6 @@
-"""``seqmix artefact|claims|claims-summary|archive|claims-export|report-index``: a paper's tables, figures and
-analyses, its verdicts, the archive of a long run's tables, and the documents made from them."""
+"""``seqmix artefact|claims|claims-page|claims-summary|archive|claims-export|report-index``: a paper's tables,
+figures and analyses, its verdicts and their report page, the archive of a long run's tables, and the documents
+made from them."""
 
 from __future__ import annotations
 
@@ -21,7 +22,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     sp.add_argument("--run", required=True, help="the claims step's run spec JSON")
     sp.add_argument("--out-md", required=True, help="the verdicts as markdown")
     sp.add_argument("--out-csv", required=True, help="the verdicts as CSV")
-    sp.add_argument("--out-html", help="the claims table as an HTML page (for the report)")
+    sp.add_argument("--out-html", help="the claims page (HTML, for the report)")
+    sp = command(
+        sub,
+        "claims-page",
+        cmd_claims_page,
+        "render a claims.csv (a run's or an archive's) as the report's claims page, e.g. "
+        "--csv docs/measured/b2s6/cpu/claims.csv --out b2s6-claims.html",
+    )
+    sp.add_argument("--csv", required=True, help="results/<scale>/<paper>/claims.csv or an archive's claims.csv")
+    sp.add_argument("--out", required=True, help="the HTML page it writes")
+    sp.add_argument("--paper", help="the paper id (default: the archive's, else the csv's directory name)")
+    sp.add_argument("--data", help="the data line (default: the archive's or the claims run spec's)")
+    sp.add_argument("--device", help="the device line (default: the archive's or the run summaries')")
     sp = command(
         sub,
         "claims-summary",
@@ -59,6 +72,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     sp.add_argument("--papers", nargs="+", required=True, help="the papers of the run")
     sp.add_argument("--scale", required=True, help="the scale of the run")
     sp.add_argument("--out", required=True, help="the index it writes")
+    sp.add_argument("--html", help="also the overview page of every indexed paper's verdict counts per kind")
 
 
 def cmd_artefact(args):
@@ -107,6 +121,7 @@ def cmd_claims(args):
     results = claims.evaluate_claims(spec["claims"], Path(spec["paper_dir"]), spec["scale"])
     from ..claims.render import devices
 
+    data, device = spec.get("data") or "", devices(spec["inputs"]["summaries"])
     claims.write_claims(
         results,
         Path(args.out_md),
@@ -114,13 +129,13 @@ def cmd_claims(args):
         spec["paper"],
         spec["scale"],
         git_commit() or "unknown",
-        data=spec.get("data") or "",
-        device=devices(spec["inputs"]["summaries"]),
+        data=data,
+        device=device,
     )
     if args.out_html:
-        from ..report.html import write_table_html
+        from ..report.claims_page import write_claims_page
 
-        write_table_html(args.out_csv, args.out_html, f"{spec['paper']}: claims at scale {spec['scale']}")
+        write_claims_page(args.out_csv, args.out_html, spec["paper"], data=data, device=device)
     artefacts = [p for paths in spec["inputs"]["artefacts"].values() for p in paths]
     _log_paper_artefacts(spec, [args.out_md, args.out_csv] + artefacts, start_ms)
 
@@ -135,6 +150,32 @@ def cmd_claims_summary(args):
     except FileNotFoundError as e:
         raise SystemExit(str(e)) from None
     print(f"{args.out}: {len(table)} rows from {table['paper'].nunique()} papers")
+
+
+def cmd_claims_page(args):
+    """The claims page of any claims.csv: paper, data and device from the archive.json beside it (an
+    archive's csv has no checksum: the archive test checks it against the engine), else from the claims
+    run spec beside it (``<paper>/run/claims.json``) after verifying the csv's checksum."""
+    from ..claims.archive import META, read_meta
+    from ..claims.render import NO_DEVICE, devices
+    from ..io import read_json
+    from ..report.claims_page import write_claims_page
+
+    csv = Path(args.csv)
+    if not csv.exists():
+        raise SystemExit(f"{csv}: no such claims.csv")
+    run_spec = csv.parent / "run" / "claims.json"
+    archived = (csv.parent / META).exists()
+    if archived:
+        meta = read_meta(csv.parent)
+        paper, data, device = meta["paper"], meta["data"], meta["device"]
+    elif run_spec.exists():
+        spec = read_json(run_spec)
+        paper, data, device = spec["paper"], spec.get("data") or "", devices(spec["inputs"]["summaries"])
+    else:
+        paper, data, device = csv.parent.name, "", NO_DEVICE
+    write_claims_page(csv, args.out, args.paper or paper, args.data or data, args.device or device, not archived)
+    print(f"{args.out}: claims page of {args.paper or paper} from {csv}")
 
 
 def _paper_config(root: str, paper: str, scale: str) -> dict:
@@ -219,6 +260,10 @@ def _log_paper_artefacts(spec: dict, files: list[str], start_ms: int) -> None:
 
 
 def cmd_report_index(args):
-    from ..report.index import write_index
+    from ..report.index import indexed_papers, write_index
 
     write_index(Path(args.results), args.papers, args.scale, Path(args.out))
+    if args.html:
+        from ..report.claims_page import write_overview
+
+        write_overview(Path(args.results), indexed_papers(Path(args.results), args.papers), args.scale, args.html)
