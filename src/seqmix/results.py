@@ -8,6 +8,7 @@ paper::
                                             (runs carry a ``scale`` tag; leaf runs are keyed by config hash)
         <scale>/                            one scale's run (``scale_root``): tiny | cpu | paper
             report.md  report.html          the index and Snakemake's report of this scale
+            claims_overview.html            every paper's verdict counts per kind (the report's front page)
             .pipeline/                      dispatch settings, logs of the global rules
             <paper>/
                 run/<experiment>.<cell>.json        a cell's run config (the train/evaluate/diagnose jobs read it)
@@ -18,7 +19,7 @@ paper::
                 <experiment>/<variant>/<point>/seed<seed>/   a leaf: checkpoint, history, metrics, markers
                 tables/  figures/                   the outputs of `table` and `figure` artefacts
                 <name>/                             the outputs of an `analysis` artefact (claims: ``table: <name>``)
-                claims.md  claims.csv  claims.html
+                claims.md  claims.csv  claims.html   (the html: the report's claims page)
                 report/<name>.html                  a shown CSV table rendered for report.html
                 logs/  benchmarks/
 
@@ -112,7 +113,7 @@ def claims_paths(results: str | Path, paper: str) -> tuple[Path, Path]:
 
 
 def claims_html_path(results: str | Path, paper: str) -> Path:
-    """The claims table as the HTML report shows it (it renders HTML, not Markdown or CSV)."""
+    """The claims page as the HTML report shows it (it renders HTML, not Markdown or CSV; report.claims_page)."""
     return paper_dir(results, paper) / "claims.html"
 
 

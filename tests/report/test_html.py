@@ -1,4 +1,4 @@
-"""The HTML pages report.html shows for CSV tables (claims, table artefacts): Snakemake's report renders
+"""The HTML pages report.html shows for CSV table artefacts: Snakemake's report renders
 HTML inline but a CSV or Markdown file only as a download link."""
 
 from __future__ import annotations

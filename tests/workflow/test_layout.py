@@ -84,6 +84,7 @@ def test_scales_write_disjoint_paths(dry_runs):
         assert not stray, stray[:5]
     assert "results/tiny/heads/claims.csv" in tiny and "results/cpu/heads/claims.csv" in cpu
     assert "results/tiny/report.md" in tiny and "results/cpu/report.md" in cpu
+    assert "results/tiny/claims_overview.html" in tiny and "results/cpu/claims_overview.html" in cpu
 
 
 def test_jobs_run_without_the_venv_on_path(workflow):

@@ -180,6 +180,21 @@ def test_tables_figures_claims_are_report_items():
         assert len(set(captions)) == len(captions), f"{paper}: two shown files share a caption"
 
 
+def test_claims_overview_is_a_report_item_the_front_page_leads_with():
+    """Guards (issue 26): the report's front page had no verdict counts. report_index also writes the scale's
+    claims_overview.html, declared through report() so report.html shows it, and config front_page lists it
+    first; the front page keeps front_page's order and leaves the overview out of the papers' list."""
+    from seqmix.config.base import load_yaml
+
+    text = (ROOT / "workflow" / "rules" / "report.smk").read_text()
+    assert re.search(r'overview=report\(\s*R\("claims_overview.html"\),\s*category="overview"', text)
+    assert "--out {output.md:q} --html {output.overview:q}" in text
+    assert load_yaml(ROOT / "config" / "config.yaml")["front_page"][0] == "claims_overview.html"
+    front = (ROOT / "workflow" / "report" / "workflow.rst").read_text()
+    assert '{% for name in snakemake.config.get("front_page", []) %}' in front
+    assert '{% if cat.name != "overview" %}' in front
+
+
 def test_no_shell_rule_starts_a_bare_python():
     """Guards: `python -m seqmix` in a rule ran whatever `python` PATH found, so the README's direct
     `.venv/bin/snakemake ...` failed outside `make`. Shell commands start with {SEQMIX_CLI} (sys.executable)."""

@@ -2,7 +2,7 @@
 
 One module per command group, each with ``register(subparsers)``. For people, listed first in --help, each
 with examples: ``listing`` (list, validate), ``status`` (where, progress, ui) and ``measured`` (claims-summary,
-archive, claims-export). For the rules: ``papers`` (artefact, claims, report-index), ``tracking``
+archive, claims-export, claims-page). For the rules: ``papers`` (artefact, claims, report-index), ``tracking``
 (mlflow-init, mlflow-sync) and ``stages`` (train, evaluate, diagnose, collect).
 """
 

@@ -1,5 +1,6 @@
-"""``seqmix claims-summary|archive|claims-export``: the verdict documents people keep in the repository under
-docs/measured/ (the README's counts, a long run's archive of tables and its verdicts), made from a run."""
+"""``seqmix claims-summary|archive|claims-export|claims-page``: the verdict documents people keep in the
+repository under docs/measured/ (the README's counts, a long run's archive of tables and its verdicts), made
+from a run, and the claims page of any claims.csv."""
 
 from __future__ import annotations
 
@@ -90,6 +91,33 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the repository root whose config/papers/<paper>.yaml holds the claims (default: .), e.g. --root ~/seqmix",
     )
 
+    sp = user_command(
+        sub,
+        "claims-page",
+        cmd_claims_page,
+        "render a claims.csv (a run's or an archive's) as the report's claims page (HTML)",
+        [
+            ("--csv docs/measured/b2s6/cpu/claims.csv --out /tmp/b2s6-claims.html", "an archive's verdicts as a page"),
+            ("--csv results/tiny/heads/claims.csv --out /tmp/heads.html", "a run's (its checksum is checked)"),
+        ],
+    )
+    sp.add_argument(
+        "--csv",
+        required=True,
+        help="results/<scale>/<paper>/claims.csv or an archive's claims.csv, "
+        "e.g. --csv docs/measured/heads/cpu/claims.csv",
+    )
+    sp.add_argument("--out", required=True, help="the HTML page it writes, e.g. --out /tmp/heads-claims.html")
+    sp.add_argument(
+        "--paper", help="the paper id (default: the archive's, else the csv's directory name), e.g. --paper heads"
+    )
+    sp.add_argument(
+        "--data", help="the data line (default: the archive's or the claims run spec's), e.g. --data 'substitute'"
+    )
+    sp.add_argument(
+        "--device", help="the device line (default: the archive's or the run summaries'), e.g. --device cpu"
+    )
+
 
 def cmd_claims_summary(args):
     """The verdict counts per paper and kind (with scale and commit) that the README shows."""
@@ -174,3 +202,29 @@ def cmd_claims_export(args):
             raise SystemExit(str(e)) from None
         n = archive.judge_archive(d, _paper_config(args.root, meta["paper"], meta["scale"])["claims"] or [])
         print(f"{d}: {n} claims of {meta['paper']} at {meta['scale']}")
+
+
+def cmd_claims_page(args):
+    """The claims page of any claims.csv: paper, data and device from the archive.json beside it (an
+    archive's csv has no checksum: the archive test checks it against the engine), else from the claims
+    run spec beside it (``<paper>/run/claims.json``) after verifying the csv's checksum."""
+    from ..claims.archive import META, read_meta
+    from ..claims.render import NO_DEVICE, devices
+    from ..io import read_json
+    from ..report.claims_page import write_claims_page
+
+    csv = Path(args.csv)
+    if not csv.exists():
+        raise SystemExit(f"{csv}: no such claims.csv")
+    run_spec = csv.parent / "run" / "claims.json"
+    archived = (csv.parent / META).exists()
+    if archived:
+        meta = read_meta(csv.parent)
+        paper, data, device = meta["paper"], meta["data"], meta["device"]
+    elif run_spec.exists():
+        spec = read_json(run_spec)
+        paper, data, device = spec["paper"], spec.get("data") or "", devices(spec["inputs"]["summaries"])
+    else:
+        paper, data, device = csv.parent.name, "", NO_DEVICE
+    write_claims_page(csv, args.out, args.paper or paper, args.data or data, args.device or device, not archived)
+    print(f"{args.out}: claims page of {args.paper or paper} from {csv}")

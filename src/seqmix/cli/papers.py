@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     sp.add_argument("--out-md", required=True, help="the verdicts as markdown (claims.md)")
     sp.add_argument("--out-csv", required=True, help="the verdicts as CSV (claims.csv, with its checksum beside it)")
-    sp.add_argument("--out-html", help="the claims table as an HTML page (for the report)")
+    sp.add_argument("--out-html", help="the claims page (HTML, for the report: grouped by kind and artefact)")
     sp = command(
         sub, "report-index", cmd_report_index, "write results/<scale>/report.md, the index of what was produced"
     )
@@ -40,6 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     sp.add_argument("--scale", required=True, help="the scale of the run, named in the index's title")
     sp.add_argument("--out", required=True, help="the index it writes (results/<scale>/report.md)")
+    sp.add_argument(
+        "--html", help="also the overview page of every indexed paper's verdict counts per kind (claims_overview.html)"
+    )
 
 
 def cmd_artefact(args):
@@ -88,6 +91,7 @@ def cmd_claims(args):
     results = claims.evaluate_claims(spec["claims"], Path(spec["paper_dir"]), spec["scale"])
     from ..claims.render import devices
 
+    data, device = spec.get("data") or "", devices(spec["inputs"]["summaries"])
     claims.write_claims(
         results,
         Path(args.out_md),
@@ -95,13 +99,13 @@ def cmd_claims(args):
         spec["paper"],
         spec["scale"],
         git_commit() or "unknown",
-        data=spec.get("data") or "",
-        device=devices(spec["inputs"]["summaries"]),
+        data=data,
+        device=device,
     )
     if args.out_html:
-        from ..report.html import write_table_html
+        from ..report.claims_page import write_claims_page
 
-        write_table_html(args.out_csv, args.out_html, f"{spec['paper']}: claims at scale {spec['scale']}")
+        write_claims_page(args.out_csv, args.out_html, spec["paper"], data=data, device=device)
     artefacts = [p for paths in spec["inputs"]["artefacts"].values() for p in paths]
     _log_paper_artefacts(spec, [args.out_md, args.out_csv] + artefacts, start_ms)
 
@@ -119,6 +123,10 @@ def _log_paper_artefacts(spec: dict, files: list[str], start_ms: int) -> None:
 
 
 def cmd_report_index(args):
-    from ..report.index import write_index
+    from ..report.index import indexed_papers, write_index
 
     write_index(Path(args.results), args.papers, args.scale, Path(args.out))
+    if args.html:
+        from ..report.claims_page import write_overview
+
+        write_overview(Path(args.results), indexed_papers(Path(args.results), args.papers), args.scale, args.html)

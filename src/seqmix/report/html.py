@@ -1,6 +1,7 @@
 """A CSV table as a standalone HTML page, for Snakemake's report: it shows images, PDFs and HTML inline but
-a CSV or Markdown file only as a download link. The claims table and every table artefact the report shows
-go through ``write_table_html`` (pandas ``DataFrame.to_html``, cells escaped, written atomically)."""
+a CSV or Markdown file only as a download link. Every table artefact the report shows goes through
+``write_table_html`` (pandas ``DataFrame.to_html``, cells escaped, written atomically); the claims have their
+own page (``report.claims_page``)."""
 
 from __future__ import annotations
 

@@ -11,11 +11,16 @@ from ..claims.render import COUNT_COLUMNS, count_table
 from ..io import write_text
 
 
+def indexed_papers(results: Path, papers: list[str]) -> list[str]:
+    """``papers`` (this run's) and every other paper whose claims are under ``results`` (an earlier run's: a
+    ``papers=[x]`` run must not drop them from the scale's index or overview), sorted."""
+    present = [d.name for d in Path(results).iterdir() if layout.claims_paths(results, d.name)[1].exists()]
+    return sorted(set(papers) | set(present))
+
+
 def write_index(results: Path, papers: list[str], scale: str, out: Path) -> None:
-    """The index of ``papers`` (this run's) and of every other paper whose claims are under ``results`` (an
-    earlier run's: a ``papers=[x]`` run must not drop them from the scale's index)."""
-    present = sorted(d.name for d in Path(results).iterdir() if layout.claims_paths(results, d.name)[1].exists())
-    papers = sorted(set(papers) | set(present))
+    """The index of ``indexed_papers(results, papers)``."""
+    papers = indexed_papers(results, papers)
     lines = [f"# seqmix results (scale `{scale}`)", ""]
     for p in papers:
         lines += [f"## {p}", ""]
