@@ -12,10 +12,13 @@ rule report_index:
     benchmark:
         R(".pipeline", "benchmarks", "report_index.tsv")
     localrule: True
+    conda:
+        "../../envs/seqmix.yaml"
     params:
+        cli=get_seqmix_cli,
         papers=list(PAPERS),
         results=get_output_dir,  # the scale's root
         scale=SCALE,
     shell:
-        "{SEQMIX_CLI} report-index --results {params.results:q} --papers {params.papers:q} "
+        "{params.cli} report-index --results {params.results:q} --papers {params.papers:q} "
         "--scale {params.scale:q} --out {output:q} 2> {log:q}"
