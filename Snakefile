@@ -2,14 +2,9 @@
 # Thin on purpose: configs are validated here, then the rules in workflow/rules/ build the DAG.
 # Usage: snakemake --workflow-profile profiles/local            (tiny scale -> results/tiny/, `make reproduce`)
 #        snakemake --workflow-profile profiles/local --config scale=cpu      (-> results/cpu/, beside tiny)
-# `snakemake --lint` reports two things, on purpose (tests/workflow/test_static.py allows only these):
-# - "Specify a conda environment or container for each rule": every rule runs in the one environment `make`
-#   installs (envs/requirements-cpu.txt) or a cluster builds from envs/seqmix-gpu.yaml, with seqmix installed
-#   in it; a per-rule `conda:` would build that environment again per rule, and there is no image to name.
-# - "Shell command directly uses variable SEQMIX_CLI": the rules start the interpreter running Snakemake by its
-#   absolute path, so a command Snakemake prints (-p, logs) runs as printed; as a param it would be a rerun
-#   trigger (moving the venv would re-run every finished job), and through an environment variable the
-#   printed commands would not run outside Snakemake (tried: '"$SEQMIX_PYTHON" -m seqmix ...').
+# `snakemake --lint` is clean (tests/workflow/test_lint.py): every shell rule names its software
+# (`conda: envs/seqmix.yaml`, built and used with `--sdm conda`; otherwise the jobs run in the interpreter that
+# runs Snakemake) and starts the CLI through its `cli` param, not a global (docs/architecture.md, "Snakemake lint").
 import sys
 from pathlib import Path
 

@@ -19,12 +19,13 @@ def root() -> Path:
 
 
 def copy_workflow(dst: Path, papers: list[str] | None = None) -> Path:
-    """A runnable copy of the workflow in ``dst`` (Snakefile, workflow, config, profiles, src), with the
+    """A runnable copy of the workflow in ``dst`` (Snakefile, workflow, config, profiles, src, and envs: the
+    rules' conda environment file, which Snakemake reads when it records a finished job's metadata), with the
     DAG restricted to ``papers`` when given. Tests run their DAGs there, never in the checkout."""
     import re
     import shutil
 
-    for item in ("Snakefile", "workflow", "config", "profiles", "src"):
+    for item in ("Snakefile", "workflow", "config", "profiles", "src", "envs"):
         src = ROOT / item
         (shutil.copytree if src.is_dir() else shutil.copy)(src, dst / item)
     if papers:

@@ -1,5 +1,5 @@
-"""The DAG cannot rot: every scale of every paper dry-runs, profiles resolve as documented, the lint is
-clean but for the one waiver, every rule has log and benchmark, and nothing reads ../shared."""
+"""The DAG cannot rot: every scale of every paper dry-runs, profiles resolve as documented, every rule has
+log and benchmark, and nothing reads ../shared (the lint: tests/workflow/test_lint.py)."""
 
 from __future__ import annotations
 
@@ -95,22 +95,6 @@ def test_default_profile_is_executor_and_scale_independent():
     assert not forbidden & set(keys), f"profiles/default must not set {forbidden & set(keys)}"
 
 
-# The waived lints: every rule runs in one environment (envs/requirements-cpu.txt or envs/seqmix-gpu.yaml),
-# installed by `make`, so per-rule `conda:` directives would only duplicate it (see README, "Snakemake lint");
-# and the shell commands start with the global SEQMIX_CLI (the interpreter running Snakemake), which as a
-# param would be a rerun trigger: moving the venv would re-run every finished job.
-WAIVED_LINTS = {
-    "Specify a conda environment or container for each rule.",
-    "Shell command directly uses variable SEQMIX_CLI from outside of the rule",
-}
-
-
-def test_lint_clean_but_for_waivers():
-    r = smk("--lint")
-    found = set(re.findall(r"^\s+\* (.+?):?$", r.stdout + r.stderr, flags=re.M))
-    assert found <= WAIVED_LINTS, f"unwaived lints: {found - WAIVED_LINTS}"
-
-
 def _rule_bodies():
     """(name, body) of every rule in workflow/rules/*.smk, the ones a loop builds (`rule:` + `name:`) included."""
     out = []
@@ -197,11 +181,15 @@ def test_claims_overview_is_a_report_item_the_front_page_leads_with():
 
 def test_no_shell_rule_starts_a_bare_python():
     """Guards: `python -m seqmix` in a rule ran whatever `python` PATH found, so the README's direct
-    `.venv/bin/snakemake ...` failed outside `make`. Shell commands start with {SEQMIX_CLI} (sys.executable)."""
+    `.venv/bin/snakemake ...` failed outside `make`. Shell commands start with {params.cli}: get_seqmix_cli,
+    SEQMIX_CLI (sys.executable) unless `--sdm conda` runs the jobs in the rules' own environment."""
     text = "\n".join(p.read_text() for p in (ROOT / "workflow" / "rules").glob("*.smk"))
-    assert not re.search(r"""["']\s*python3?\s""", text), "a rule starts a bare python"
+    # the one bare `python`: the rules' conda environment's, which Snakemake activates under `--sdm conda`
+    conda_only = '    return "python -m seqmix" if rule_envs_deployed() else SEQMIX_CLI\n'
+    assert text.count(conda_only) == 1, "get_seqmix_cli no longer picks the interpreter as documented"
+    assert not re.search(r"""["']\s*python3?\s""", text.replace(conda_only, "")), "a rule starts a bare python"
     shells = re.findall(r"^\s+shell:\s*\n\s+(.+)$", text, flags=re.M)
-    assert len(shells) >= 9 and all(s.startswith('"{SEQMIX_CLI} ') for s in shells), shells
+    assert len(shells) >= 9 and all(s.startswith('"{params.cli} ') for s in shells), shells
     common = (ROOT / "workflow" / "rules" / "common.smk").read_text()
     assert re.search(r"^SEQMIX_CLI = .*sys\.executable", common, flags=re.M)
 

@@ -37,9 +37,12 @@ for _paper, _cfg in PAPERS.items():
             benchmark:
                 R(_paper, "benchmarks", "artefacts", f"{_name}.tsv")
             localrule: True
+            conda:
+                "../../envs/seqmix.yaml"
             params:
+                cli=get_seqmix_cli,
                 out=get_output_dir,  # the kind dir (writes are plain file names)
                 caption=rst_text(_decl["caption"]),
                 html=_html_args,  # the shown CSV -> the HTML the report shows
             shell:
-                "{SEQMIX_CLI} artefact --run {input.run:q} --out {params.out:q} {params.html} 2> {log:q}"
+                "{params.cli} artefact --run {input.run:q} --out {params.out:q} {params.html} 2> {log:q}"

@@ -8,6 +8,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from snakemake.settings.types import DeploymentMethod
+
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))  # the library, also without an install
 
 from seqmix import results as layout
@@ -31,9 +33,8 @@ RESULTS_ROOT = config["results"]  # every scale side by side, and the MLflow sto
 RESULTS = str(layout.scale_root(RESULTS_ROOT, SCALE))  # this scale's run: every rule's outputs
 PAPERS = SEQMIX["papers"]
 CELLS = {p: expand_cells(p, cfg, SCALE) for p, cfg in PAPERS.items()}
-# The interpreter running Snakemake runs the jobs too (shell commands start with "{SEQMIX_CLI} "): a bare
-# `python` would be whatever PATH finds, not the venv when snakemake is called as .venv/bin/snakemake.
-# A global, not a param: params are a rerun trigger, and another venv path must not re-run finished jobs.
+# The interpreter running Snakemake runs the jobs too, by its absolute path (the `cli` param, get_seqmix_cli):
+# a bare `python` would be whatever PATH finds, not the venv when snakemake is called as .venv/bin/snakemake.
 SEQMIX_CLI = f"{shlex.quote(sys.executable)} -m seqmix"
 EXPERIMENTS = sorted({e for cfg in PAPERS.values() for e in cfg["experiments"]})
 _clashes = sorted(
@@ -107,7 +108,25 @@ def threads_of(paper, experiment):
     return PAPERS[paper]["experiments"][experiment]["scales"][SCALE].get("threads", config["threads"])
 
 
+def rule_envs_deployed():
+    """Whether Snakemake deploys the rules' conda environment itself (`--sdm conda`); jobs then run in it."""
+    return DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+
+
 # Input, params and threads functions of the rules (named, so a rule reads as data)
+def get_seqmix_cli(wildcards, threads):
+    """How a shell job starts the CLI (`"{params.cli} <command> ..."`): the interpreter that runs Snakemake, by its
+    absolute path, so a printed command runs as printed; with `--sdm conda`, the `python` of the rule's own
+    environment (envs/seqmix.yaml), which Snakemake activates before the command.
+    A param, not a global in the shell command (Snakemake's lint: what a command uses is declared in the rule).
+    It takes `threads` so that Snakemake counts it among the params derived from the job's settings, which are
+    kept out of the params rerun trigger (as Snakemake 9 does): which interpreter runs seqmix says where the checkout
+    and its venv live, not what a job computes, so moving them must not re-run finished jobs (a software change
+    under `--sdm conda` still does, through Snakemake's software-env trigger).
+    tests/workflow/test_lint.py runs a job and checks the interpreter is not among its recorded params."""
+    return "python -m seqmix" if rule_envs_deployed() else SEQMIX_CLI
+
+
 def get_threads(wildcards):
     return threads_of(wildcards.paper, wildcards.experiment)
 
@@ -210,7 +229,8 @@ def repair_corrupt_outputs(papers):
 
 
 def start_warm_worker():
-    if workflow.local_exec and not workflow.dryrun:
+    # not for jobs in the rules' conda environment: the worker would run them in this interpreter instead
+    if workflow.local_exec and not workflow.dryrun and not rule_envs_deployed():
         import tempfile
 
         from seqmix.pipeline import warm

@@ -14,7 +14,10 @@ rule report_index:
     benchmark:
         R(".pipeline", "benchmarks", "report_index.tsv")
     localrule: True
+    conda:
+        "../../envs/seqmix.yaml"
     params:
+        cli=get_seqmix_cli,
         papers=list(PAPERS),
         results=get_output_dir,  # the scale's root
         scale=SCALE,
@@ -23,5 +26,5 @@ rule report_index:
             "that is evidence about a paper); each paper's claims page lists the claims behind them."
         ),
     shell:
-        "{SEQMIX_CLI} report-index --results {params.results:q} --papers {params.papers:q} "
+        "{params.cli} report-index --results {params.results:q} --papers {params.papers:q} "
         "--scale {params.scale:q} --out {output.md:q} --html {output.overview:q} 2> {log:q}"

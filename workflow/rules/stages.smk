@@ -86,11 +86,15 @@ rule train:
         R("{paper}", "logs", "train", "{experiment}.{cell}.log"),
     benchmark:
         R("{paper}", "benchmarks", "train", "{experiment}.{cell}.tsv")
+    conda:
+        "../../envs/seqmix.yaml"
     threads: get_threads
     resources:
         **slurm_resources_of("train"),
+    params:
+        cli=get_seqmix_cli,
     shell:
-        "{SEQMIX_CLI} train --run {input.run:q} --out {output:q} --threads {threads} "
+        "{params.cli} train --run {input.run:q} --out {output:q} --threads {threads} "
         "--dispatch {input.dispatch:q} 2> {log:q}"
 
 
@@ -105,11 +109,15 @@ rule evaluate:
         R("{paper}", "logs", "evaluate", "{experiment}.{cell}.log"),
     benchmark:
         R("{paper}", "benchmarks", "evaluate", "{experiment}.{cell}.tsv")
+    conda:
+        "../../envs/seqmix.yaml"
     threads: get_threads
     resources:
         **slurm_resources_of("evaluate"),
+    params:
+        cli=get_seqmix_cli,
     shell:
-        "{SEQMIX_CLI} evaluate --run {input.run:q} --out {output:q} --threads {threads} "
+        "{params.cli} evaluate --run {input.run:q} --out {output:q} --threads {threads} "
         "--dispatch {input.dispatch:q} 2> {log:q}"
 
 
@@ -127,11 +135,15 @@ rule diagnose:
         R("{paper}", "logs", "diagnose", "{experiment}.{cell}.log"),
     benchmark:
         R("{paper}", "benchmarks", "diagnose", "{experiment}.{cell}.tsv")
+    conda:
+        "../../envs/seqmix.yaml"
     threads: get_threads
     resources:
         **slurm_resources_of("diagnose"),
+    params:
+        cli=get_seqmix_cli,
     shell:
-        "{SEQMIX_CLI} diagnose --run {input.run:q} --out {output:q} --threads {threads} "
+        "{params.cli} diagnose --run {input.run:q} --out {output:q} --threads {threads} "
         "--dispatch {input.dispatch:q} 2> {log:q}"
 
 
@@ -146,8 +158,12 @@ rule collect:
     benchmark:
         R("{paper}", "benchmarks", "collect", "{experiment}.tsv")
     localrule: True
+    conda:
+        "../../envs/seqmix.yaml"
+    params:
+        cli=get_seqmix_cli,
     shell:
-        "{SEQMIX_CLI} collect --out {output:q} {input:q} 2> {log:q}"
+        "{params.cli} collect --out {output:q} {input:q} 2> {log:q}"
 
 
 rule claims:
@@ -170,8 +186,11 @@ rule claims:
     benchmark:
         R("{paper}", "benchmarks", "claims.tsv")
     localrule: True
+    conda:
+        "../../envs/seqmix.yaml"
     params:
+        cli=get_seqmix_cli,
         caption=get_claims_caption,
     shell:
-        "{SEQMIX_CLI} claims --run {input.run:q} --out-md {output.md:q} --out-csv {output.csv:q} "
+        "{params.cli} claims --run {input.run:q} --out-md {output.md:q} --out-csv {output.csv:q} "
         "--out-html {output.html:q} 2> {log:q}"

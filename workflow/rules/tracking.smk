@@ -14,12 +14,15 @@ rule mlflow_init:
     benchmark:
         R(".pipeline", "benchmarks", "mlflow_init.tsv")
     localrule: True
+    conda:
+        "../../envs/seqmix.yaml"
     params:
+        cli=get_seqmix_cli,
         uri=config["tracking"]["uri"],
         papers=discover_papers(workflow.basedir),
         results=get_results_root,
     shell:
-        "{SEQMIX_CLI} mlflow-init --uri {params.uri:q} --results {params.results:q} "
+        "{params.cli} mlflow-init --uri {params.uri:q} --results {params.results:q} "
         "--papers {params.papers:q} --out {output:q} 2> {log:q}"
 
 
@@ -35,8 +38,11 @@ rule mlflow_sync:
     benchmark:
         R(".pipeline", "benchmarks", "mlflow_sync.tsv")
     localrule: True
+    conda:
+        "../../envs/seqmix.yaml"
     params:
+        cli=get_seqmix_cli,
         uri=config["tracking"]["uri"],
         results=get_results_root,
     shell:
-        "{SEQMIX_CLI} mlflow-sync --uri {params.uri:q} --results {params.results:q} --out {output:q} 2> {log:q}"
+        "{params.cli} mlflow-sync --uri {params.uri:q} --results {params.results:q} --out {output:q} 2> {log:q}"
