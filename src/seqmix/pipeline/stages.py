@@ -26,6 +26,7 @@ from ..tracking import buffer as tracking_buffer
 from ..tracking import live as tracking_live
 from ..tracking import runs as tracking
 from ..tracking import store as tracking_store
+from ..tracking import system as tracking_system
 
 log = logging.getLogger("seqmix.pipeline.stages")
 
@@ -124,7 +125,10 @@ def _train_leaf(work, run: dict, leaf: dict, label: str):
     lead = work.rank() == 0
     uri = tracking_store.resolve_uri(run["tracking"]["uri"])
     # when each step was logged, kept across a kill (the metric timestamps and the run's start)
-    clock = tracking_buffer.StepClock(out / "tracking-clock.json", leaf["hash"], (out / "checkpoint.pt").exists())
+    resuming = (out / "checkpoint.pt").exists()
+    clock = tracking_buffer.StepClock(out / "tracking-clock.json", leaf["hash"], resuming)
+    every_s = tracking_system.settings(run["tracking"]) if lead else None
+    system = tracking_system.SystemSampler(out, leaf["hash"], resuming, every_s, work.device) if every_s else None
     live = None
     if lead and tracking_store.is_live(uri):
         name = _run_name(run, leaf, "train")
@@ -136,13 +140,21 @@ def _train_leaf(work, run: dict, leaf: dict, label: str):
         clock.tick(step)
         if live:
             live.log(step, metrics, clock.at(step, tracking_buffer.now_ms()))
+            for point in system.take_new() if system else ():  # the samples since the last logged step
+                live.log(*point)
 
     def on_backend(report: dict) -> None:  # after the first step
         tags["backend"] = ",".join(sorted(set(report.values())))
         if live:
             live.set_tags({"backend": tags["backend"]})
 
-    result = work.train(cfg, out, leaf["hash"], on_log if lead else None, on_backend)
+    if system:
+        system.start()
+    try:
+        result = work.train(cfg, out, leaf["hash"], on_log if lead else None, on_backend)
+    finally:
+        if system:
+            system.stop()
     tags.setdefault("backend", backend_tag_of(result))
     if not lead:
         return None
@@ -155,6 +167,7 @@ def _train_leaf(work, run: dict, leaf: dict, label: str):
         if name != "step":
             pairs[f"diag/{name}"] = [(s, v) for s, v in zip(diag["step"], values) if math.isfinite(v)]
     metrics = {name: clock.series(series, end_ms) for name, series in pairs.items()}
+    metrics.update(system.series() if system else {})  # system/*: what the job used while it trained
     dataset = tracking_buffer.dataset_record(cfg.get("task") or {}, cfg["seed"], result.get("data_source"))
     (model,) = tracking_buffer.relative_artifacts([out / "model.pt"], run["results"])
     parent = tracking_buffer.experiment_key(run["paper"], run["scale"], run["experiment"])
