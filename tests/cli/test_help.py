@@ -41,7 +41,7 @@ def test_people_commands_come_first():
 def test_rule_commands_are_marked_and_are_the_ones_the_rules_run():
     """The split is what the workflow does: a [rule] command is run by a rule, a people's command by none."""
     rules = "\n".join(p.read_text() for p in sorted((ROOT / "workflow" / "rules").glob("*.smk")))
-    run_by_rules = set(re.findall(r"\{SEQMIX_CLI\} ([a-z-]+)", rules))
+    run_by_rules = set(re.findall(r"\{params\.cli\} ([a-z-]+)", rules))
     for name, line in LISTED.items():
         assert line.startswith(RULE) == (name not in PEOPLE), (name, line)
         assert (name in run_by_rules) == (name not in PEOPLE), (name, sorted(run_by_rules))

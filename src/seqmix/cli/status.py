@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ..results import SCALES
@@ -117,6 +118,11 @@ def cmd_ui(args):
     if args.print:
         print(shlex.join(argv))
         return
+    # MLflow 3 opens an experiment on its GenAI view unless the address asks for runs
+    print(f"seqmix: open http://127.0.0.1:{args.port}/#/experiments?workflowType=machine_learning", file=sys.stderr)
+    # its background job runners (seven processes, for GenAI jobs seqmix never submits) slowed a 2-core box's
+    # pages to minutes in our screenshots; off unless the user set the variable
+    os.environ.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
     os.execv(argv[0], argv)
 
 
