@@ -80,7 +80,7 @@ CASES = [
         "",
         [
             "'bogus_key' was unexpected",
-            "allowed keys: amp, compile, device, dispatch, dtype, front_page, kernels, papers",
+            "allowed keys: amp, compile, device, dispatch, dtype, front_page, kernels, limits, papers",
         ],
     ),
     (

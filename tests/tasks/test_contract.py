@@ -5,14 +5,18 @@ Also the shared evaluation loop (``Task.in_batches``/``Task.predict``) itself.""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 
+import numpy as np
 import pytest
 import torch
 
 from seqmix import registry
+from seqmix.config import memory
 from seqmix.models import build_model
+from seqmix.options import defaults
 from seqmix.tasks.base import Task
 from seqmix.training.work import StageWork
 
@@ -116,3 +120,71 @@ def test_only_an_overridden_probe_counts():
 
     assert not Plain.probes_in_training() and Plain().diagnostics(None) == {}
     assert Probed.probes_in_training()
+
+
+def _tensor_bytes(obj, found: dict, depth: int = 0) -> None:
+    """Every tensor and array reachable from ``obj`` through dicts, sequences, dataclasses and (at the top)
+    the object's attributes, as {storage: bytes}: views of one storage count once."""
+    if depth > 5:
+        return
+    if isinstance(obj, torch.Tensor):
+        found[("torch", obj.untyped_storage().data_ptr())] = obj.untyped_storage().nbytes()
+    elif isinstance(obj, np.ndarray):
+        base = obj if obj.base is None else obj.base
+        found[("numpy", id(base))] = getattr(base, "nbytes", obj.nbytes)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            _tensor_bytes(v, found, depth + 1)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            _tensor_bytes(v, found, depth + 1)
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for f in dataclasses.fields(obj):
+            _tensor_bytes(getattr(obj, f.name), found, depth + 1)
+    elif depth == 0 and hasattr(obj, "__dict__"):
+        _tensor_bytes(vars(obj), found, depth + 1)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_memory_terms_cover_the_tensors_a_built_task_holds(name):
+    """``Task.memory`` (what the config check sums before any job) is at least the bytes of the tensors the
+    task holds and hands out, built from its example options: its data sets, every split as the model reads
+    it, the test set and a batch of 3. A task that states no term would never be checked."""
+    torch.set_num_threads(1)
+    cls = registry.get_task(name)
+    assert cls.memory, f"{name}: state the task's largest tensors in its class attribute `memory`"
+    task = _build(name)
+    found: dict = {}
+    _tensor_bytes(task, found)
+    if StageWork.lacks(cls, "train") is None:
+        _tensor_bytes(task.batch(0, 0, 0, 3), found)
+    if type(task).test_set is not Task.test_set:
+        _tensor_bytes(task.test_set(), found)
+    for split in ("train", "val", "test") if hasattr(task, "split_set") else ():
+        _tensor_bytes(task.split_set(split), found)
+    for lazy in ("data", "streams", "corpus"):  # data sets built on first use
+        if isinstance(getattr(type(task), lazy, None), property):
+            _tensor_bytes(getattr(task, lazy), found)
+    held = sum(found.values())
+    options = {**defaults(cls), **cls.example_options}
+    stated = memory.total(cls.memory, options, {"task": dict(cls.example_options), "train": {"batch": 3}})
+    assert held > 0 or name == "lag_sensitivity"  # its inputs are drawn by the diagnose probe, per length
+    assert stated >= held, f"{name}: memory states {stated} bytes, the built task holds {held}"
+
+
+def test_a_memory_term_naming_no_option_fails_at_class_definition():
+    with pytest.raises(TypeError, match=r"'m' is neither an option of the task"):
+
+        class Misspelt(Task):
+            memory = {"rows": "n * m * 8"}
+
+            def __init__(self, *, n: int = 2):
+                pass
+
+    with pytest.raises(TypeError, match=r"'data.rows' is neither"):
+
+        class OtherRoot(Task):
+            memory = {"rows": "n * data.rows"}
+
+            def __init__(self, *, n: int = 2):
+                pass

@@ -263,3 +263,17 @@ def test_fashion_mnist_checks_labels_and_dtypes(tmp_path, fault, message):
     with pytest.raises(ValueError, match=message) as e:
         image_data.load_fashion_mnist(tmp_path / "fm")
     assert str(tmp_path / "fm" / name) in str(e.value)
+
+
+def test_an_empty_cifar_batch_or_fashion_split_is_an_error(tmp_path):
+    """Before: a batch or an idx pair of 0 images loaded as an empty split (a cut download), failing later."""
+    write_cifar(tmp_path / "c")
+    with open(tmp_path / "c" / "test_batch", "wb") as f:
+        pickle.dump({b"data": np.zeros((0, 3072), np.uint8), b"labels": []}, f)
+    with pytest.raises(ValueError, match=r"test_batch: no images \(an empty batch\)"):
+        load_cifar10(tmp_path / "c")
+    write_fashion(tmp_path / "fm", compress=False)
+    (tmp_path / "fm" / "t10k-images-idx3-ubyte").write_bytes(idx_bytes(np.zeros((0, 28, 28), np.uint8)))
+    (tmp_path / "fm" / "t10k-labels-idx1-ubyte").write_bytes(idx_bytes(np.zeros((0,), np.uint8)))
+    with pytest.raises(ValueError, match=r"t10k-images-idx3-ubyte: no images \(an empty split\)"):
+        image_data.load_fashion_mnist(tmp_path / "fm")

@@ -1,17 +1,21 @@
-"""Corrupt real-data files through the LRA and story loaders: each error names the file (and the row), and
-labels are checked against the task's classes (issue 26 item 7). Each case loaded silently or raised a
-library's error without the file before."""
+"""Corrupt real-data files through the LRA, story, OpenWebText and SlimPajama loaders: each error names the file
+(and the row or line), labels are checked against the task's classes, and an empty split is an error (issue 26
+item 7). Each case loaded silently or raised a library's error without the file before."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
 
+from seqmix.tasks.byte_lm import ByteLM
 from seqmix.tasks.image_tasks import LRAPathfinder
 from seqmix.tasks.lra_listops import load_listops_tsv
 from seqmix.tasks.lra_pathfinder import load_pathfinder_dir
 from seqmix.tasks.lra_retrieval import load_aan
 from seqmix.tasks.lra_text import load_imdb
+from seqmix.tasks.rotations_lm import RotationsLM
 from seqmix.tasks.text_data import load_simplestories
 
 
@@ -134,3 +138,140 @@ def test_pathx_resolution_is_checked_against_the_images(tmp_path, monkeypatch):
     task = LRAPathfinder(source="lra", data_dir=str(root), resolution=128, cache_dir=str(tmp_path / "cache"))
     with pytest.raises(ValueError, match=r"resolution 128, but the images in .*pf are 8x8; set resolution: 8"):
         task.batch(0, 0, 0, 4)
+
+
+# ----------------------------------------------------------------------------- OpenWebText, SlimPajama
+
+
+def _jsonl(rows) -> str:
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+def _parquet(frame) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    frame.to_parquet(buf)
+    return buf.getvalue()
+
+
+def _corpus_fault(fault: str) -> tuple[str, bytes, str]:
+    """(file name, its bytes, the message expected) of one damaged corpus file."""
+    import pandas as pd
+
+    good = _parquet(pd.DataFrame({"text": ["a web page " * 20] * 10}))
+    return {
+        "jsonl-truncated": ("bad.jsonl", _jsonl([{"text": "a" * 50}] * 3)[:-30].encode(), "line 3: not a JSON object"),
+        "jsonl-garbled": ("bad.jsonl", bytes(range(256)) * 4, "not UTF-8 text"),
+        "jsonl-empty": ("bad.jsonl", b"", r"empty file \(0 bytes\)"),
+        "jsonl-wrong-columns": (
+            "bad.jsonl",
+            _jsonl([{"body": "x"}]).encode(),
+            r"line 1: no 'text' field \(fields: \['body'\]\)",
+        ),
+        "jsonl-not-text": ("bad.jsonl", _jsonl([{"text": "x"}, {"text": 5}]).encode(), "line 2: text is int, not text"),
+        "jsonl-null": ("bad.jsonl", _jsonl([{"text": None}]).encode(), "line 1: text is NoneType, not text"),
+        "json-array-not-objects": ("bad.json", b'["a", "b"]', "row 0: a JSON str, not an object"),
+        "txt-binary": ("bad.txt", bytes(range(256)) * 4, "not UTF-8 text"),
+        "txt-empty": ("bad.txt", b"", r"empty file \(0 bytes\)"),
+        "parquet-truncated": ("bad.parquet", good[: len(good) // 2], "not a readable parquet file"),
+        "parquet-garbled": ("bad.parquet", bytes(range(256)) * 4, "not a readable parquet file"),
+        "parquet-wrong-columns": ("bad.parquet", _parquet(pd.DataFrame({"body": ["x"]})), "no column text"),
+        "parquet-not-text": ("bad.parquet", _parquet(pd.DataFrame({"text": [1, 2]})), "row 0: text is int, not text"),
+        "parquet-no-rows": ("bad.parquet", _parquet(pd.DataFrame({"text": pd.Series([], dtype=str)})), "no rows"),
+    }[fault]
+
+
+CORPUS_FAULTS = [
+    "jsonl-truncated",
+    "jsonl-garbled",
+    "jsonl-empty",
+    "jsonl-wrong-columns",
+    "jsonl-not-text",
+    "jsonl-null",
+    "json-array-not-objects",
+    "txt-binary",
+    "txt-empty",
+    "parquet-truncated",
+    "parquet-garbled",
+    "parquet-wrong-columns",
+    "parquet-not-text",
+    "parquet-no-rows",
+]
+
+
+@pytest.mark.parametrize("fault", CORPUS_FAULTS)
+def test_openwebtext_faults_name_the_file(tmp_path, monkeypatch, fault):
+    """Through the documented path (``rotations_lm`` with ``source: openwebtext``): before, Hugging Face's
+    DatasetGenerationError or ArrowInvalid without the file, a 0-byte file skipped, and numbers and nulls
+    loaded as documents (then failing in the tokenizer)."""
+    monkeypatch.delenv("SEQMIX_DATA_CACHE", raising=False)
+    owt = tmp_path / "owt"
+    owt.mkdir()
+    (owt / "good.jsonl").write_text(_jsonl([{"text": "a good web page"}] * 3))
+    name, content, message = _corpus_fault(fault)
+    (owt / name).write_bytes(content)
+    task = RotationsLM(source="openwebtext", openwebtext_dir=str(owt), cache_dir=str(tmp_path / "cache"))
+    with pytest.raises(ValueError, match=message) as e:
+        _ = task.corpus
+    assert str(owt / name) in str(e.value)
+
+
+@pytest.mark.parametrize("fault", [f for f in CORPUS_FAULTS if not f.startswith("txt")])
+def test_slimpajama_faults_name_the_file(tmp_path, monkeypatch, fault):
+    """Through ``byte_lm`` with ``source: slimpajama``: before, StopIteration for an empty file,
+    AttributeError for a number or a null, DatasetGenerationError or ArrowInvalid without the file."""
+    monkeypatch.delenv("SEQMIX_DATA_CACHE", raising=False)
+    root = tmp_path / "sp"
+    for split in ("train", "validation"):
+        (root / split).mkdir(parents=True)
+        (root / split / "chunk1.jsonl").write_text(_jsonl([{"text": f"a {split} document"}] * 3))
+    name, content, message = _corpus_fault(fault)
+    path = root / f"test-{name}"
+    path.write_bytes(content)
+    task = ByteLM(source="slimpajama", data_dir=str(root), cache_dir=str(tmp_path / "cache"))
+    with pytest.raises(ValueError, match=message) as e:
+        _ = task.streams
+    assert str(path) in str(e.value)
+
+
+# ----------------------------------------------------------------------------- empty splits
+
+
+def test_a_header_only_listops_split_is_an_error(tmp_path):
+    """Before: the test split loaded with 0 rows (a download cut after its header) and failed later."""
+    path = _listops(tmp_path, "Source\tTarget\n")
+    with pytest.raises(ValueError, match="no rows after the header") as e:
+        load_listops_tsv(tmp_path)
+    assert str(path) in str(e.value)
+
+
+def test_an_empty_aan_split_is_an_error(tmp_path):
+    for name in ("new_aan_pairs.train.tsv", "new_aan_pairs.eval.tsv"):
+        (tmp_path / name).write_text("1\ta\tb\tx\ty\n")
+    (tmp_path / "new_aan_pairs.test.tsv").write_text("")
+    with pytest.raises(ValueError, match=r"new_aan_pairs\.test\.tsv: no rows"):
+        load_aan(tmp_path)
+
+
+def test_an_aclimdb_class_folder_without_reviews_is_an_error(tmp_path):
+    """Before: an empty test/neg folder loaded a test split of positive reviews only (chance read as 100%)."""
+    for split in ("train", "test"):
+        for label in ("neg", "pos"):
+            folder = tmp_path / "aclImdb" / split / label
+            folder.mkdir(parents=True)
+            if (split, label) != ("test", "neg"):
+                for i in range(3):
+                    (folder / f"{i}_7.txt").write_bytes(b"a review")
+    with pytest.raises(ValueError, match=r"aclImdb/test/neg: no reviews \(\*\.txt\)"):
+        load_imdb(tmp_path)
+
+
+def test_a_zero_row_imdb_parquet_is_named_as_empty(tmp_path):
+    """Before: 'unreadable parquet data (DatasetGenerationError...)' for a valid file with no rows."""
+    import pandas as pd
+
+    path = _imdb(tmp_path / "imdb", pd.DataFrame({"text": pd.Series([], dtype=str), "label": pd.Series([], dtype=int)}))
+    with pytest.raises(ValueError, match=r"test-0\.parquet: no rows$"):
+        load_imdb(tmp_path / "imdb")
+    assert path.exists()

@@ -148,10 +148,10 @@ def test_openwebtext_loader_reads_local_jsonl_and_txt(tmp_path):
     (owt / "part0.jsonl").write_text("\n".join(json.dumps({"text": d}) for d in docs[:20]))
     for i, d in enumerate(docs[20:]):
         (owt / f"doc{i}.txt").write_text(d + "\nsecond line")
-    loaded = load_openwebtext(owt, hf_cache_dir=str(tmp_path / "hf"))
+    loaded = load_openwebtext(owt)
     # in file order (doc*.txt sort before part0.jsonl), one document per .txt file with its lines kept
     assert loaded == [d + "\nsecond line" for d in docs[20:]] + docs[:20]
-    assert load_openwebtext(owt, max_docs=12, hf_cache_dir=str(tmp_path / "hf"))[-2:] == docs[:2]
+    assert load_openwebtext(owt, max_docs=12)[-2:] == docs[:2]
     small = {**TINY, "context": 8, "eval_max_factor": 4}
     task = RotationsLM(source="openwebtext", openwebtext_dir=str(owt), bpe_vocab=300, cache_dir=str(tmp_path), **small)
     assert task.data_source == rotations_data.OPENWEBTEXT

@@ -35,6 +35,7 @@ class Component:
     qualname: str = ""  # the class, for messages
     lacks: dict = field(default_factory=dict)  # tasks: {stage: what the task lacks to run it, or None}
     capabilities: dict = field(default_factory=dict)  # the declared class attributes of CAPABILITIES
+    memory: dict = field(default_factory=dict)  # tasks: {what: bytes expression} (Task.memory, config.memory)
 
 
 _memo: dict[str, dict] = {}  # key -> {kind: {name: Component}}, per process
@@ -78,6 +79,7 @@ def _build() -> dict:
                 "qualname": cls.__qualname__,
                 "lacks": _lacks(kind, cls),
                 "capabilities": capabilities_of(kind, cls),
+                "memory": memory_of(kind, cls),
             }
             for name, cls in sorted(table.items())
         }
@@ -97,6 +99,10 @@ CAPABILITIES = {
 
 def capabilities_of(kind: str, cls: Any) -> dict:
     return {k: bool(getattr(cls, k, default)) for k, default in CAPABILITIES.get(kind, {}).items()}
+
+
+def memory_of(kind: str, cls: Any) -> dict:
+    return dict(getattr(cls, "memory", None) or {}) if kind == "task" else {}
 
 
 def _lacks(kind: str, cls: Any) -> dict:
@@ -166,6 +172,7 @@ def of_class(kind: str, name: str, cls: Any) -> Component:
         cls.__qualname__,
         _lacks(kind, cls),
         capabilities_of(kind, cls),
+        memory_of(kind, cls),
     )
 
 

@@ -7,7 +7,8 @@ variant that names another mixer still inherits the base's other mixer options (
 base leaking into an S6 variant). Here every leaf of the scale is checked against the options schema of the
 task, model and mixer it names (the generated schema of ``seqmix.options``, cached per class), and every
 task an experiment uses must implement the experiment's stages (``seqmix.training.work.StageWork.lacks``,
-reached through the registry). Errors name the paper file, the experiment and variant, and the bad key.
+reached through the registry), and the data a leaf's task states it needs (``Task.memory``) must fit the data
+limit (``seqmix.config.memory``). Errors name the paper file, the experiment and variant, and the bad key.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..results import DEFAULT_STAGES
-from . import catalogue
+from . import catalogue, memory
 from .base import ConfigError, get_path, validate
 from .compatibility import incompatibility
 from .leaves import expand_leaves, leaf_config, scale_variants
@@ -71,9 +72,11 @@ def skip_incompatible(paper_file: Path, cfg: dict, scale: str) -> None:
             raise ConfigError(paper_file, f"experiments.{exp_name}", f"every variant is incompatible at {scale!r}")
 
 
-def validate_leaves(paper_file: Path, cfg: dict, scale: str) -> None:
+def validate_leaves(paper_file: Path, cfg: dict, scale: str, data_limit: memory.Limit | None = None) -> None:
     """Every leaf of ``cfg`` at ``scale`` (one per experiment, variant and sweep point: seeds share a config)
-    against its components' schemas and the experiment's stages; ConfigError naming where the bad key came from."""
+    against its components' schemas, the experiment's stages and ``data_limit`` (None: the data are not
+    checked; the DAG passes ``memory.limit_of`` its global config); ConfigError naming where the bad key came
+    from."""
     seen: set = set()
     for leaf in expand_leaves(cfg["paper"], cfg, scale):
         key = (leaf.experiment, leaf.variant, leaf.point)
@@ -81,10 +84,10 @@ def validate_leaves(paper_file: Path, cfg: dict, scale: str) -> None:
             continue
         seen.add(key)
         exp = cfg["experiments"][leaf.experiment]
-        _check_leaf(paper_file, exp, leaf, scale)
+        _check_leaf(paper_file, exp, leaf, scale, data_limit)
 
 
-def _check_leaf(paper_file: Path, exp: dict, leaf: Any, scale: str) -> None:
+def _check_leaf(paper_file: Path, exp: dict, leaf: Any, scale: str, limit: memory.Limit | None) -> None:
     from .. import registry
 
     c = leaf.config
@@ -123,6 +126,9 @@ def _check_leaf(paper_file: Path, exp: dict, leaf: Any, scale: str) -> None:
             fail(keypath, str(e))
     if "task" in classes:
         _check_options(classes["task"], c.get("task") or {}, "task", fail)
+        found = data_over_limit(classes["task"], c, limit)
+        if found:
+            fail(*found)
     if "model" in classes:
         model = {k: v for k, v in (c.get("model") or {}).items() if k != "mixer"}
         _check_options(classes["model"], model, "model", fail)
@@ -152,6 +158,30 @@ def _check_cross_fields(c: dict, fail) -> None:
     steps, warmup = train.get("steps"), train.get("warmup_steps")
     if isinstance(steps, int) and isinstance(warmup, int) and warmup > steps:
         fail("train.warmup_steps", f"{warmup} warmup steps exceed the {steps} training steps")
+
+
+RAISE_WITH = "limits.max_data_gb in config/config.yaml"
+
+
+def data_over_limit(
+    task: catalogue.Component, leaf: dict, limit: memory.Limit | None, raise_with: str = RAISE_WITH
+) -> tuple[str, str] | None:
+    """(key path, message) when the data the leaf's ``task`` states it needs exceed ``limit``; else None."""
+    who = f"the task {task.name!r} ({task.qualname})"
+    return memory.over_limit(task.memory, task_options(task, leaf), leaf, limit, who, raise_with)
+
+
+def data_bytes(task: catalogue.Component, leaf: dict) -> int:
+    """The bytes of the data the leaf's ``task`` states it needs (its known Task.memory terms)."""
+    return memory.total(task.memory, task_options(task, leaf), leaf)
+
+
+def task_options(task: catalogue.Component, leaf: dict) -> dict:
+    """The task's options in ``leaf``: its defaults, then the leaf's task block."""
+    block = leaf.get("task") if isinstance(leaf.get("task"), dict) else {}
+    options = {k: p["default"] for k, p in task.schema["properties"].items() if "default" in p}
+    options.update({k: v for k, v in block.items() if k != "name"})
+    return options
 
 
 def _check_options(cls: catalogue.Component, block: dict, keypath: str, fail) -> None:

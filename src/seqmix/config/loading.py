@@ -24,9 +24,10 @@ SCALES = ("tiny", "cpu", "paper")
 # ----------------------------------------------------------------------------- the whole config
 
 
-def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> dict:
+def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None, data_limit=None) -> dict:
     """A paper's config, validated, with its claim families expanded and the claim defaults applied
-    (``cfg["claims"]`` is the flat list the claims engine checks)."""
+    (``cfg["claims"]`` is the flat list the claims engine checks). ``data_limit``: the ``memory.Limit`` every
+    leaf's data must fit (None: not checked; ``load_all`` passes the global config's)."""
     from .claims import (
         at_claim_origin,
         check_claim_columns,
@@ -77,7 +78,7 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None) -> 
     from .leaf_check import skip_incompatible, validate_leaves
 
     skip_incompatible(path, cfg, scale)  # experiments with `incompatible: skip` drop (and list) those variants
-    validate_leaves(path, cfg, scale)  # the merged leaves: what each job is given
+    validate_leaves(path, cfg, scale, data_limit)  # the merged leaves: what each job is given
     fill_series_points(cfg, scale)
     from .claim_kinds import table_origins, validate_kind
 
@@ -177,10 +178,13 @@ def load_all(
         why = cuda_missing("cuda") if config.get("dispatch", "local") == "local" else None
         if why:  # with submitit the nodes may have a GPU the head node lacks: the job checks then
             raise ConfigError(config_file, "device", why)
+    from .memory import limit_of
+
+    data_limit = limit_of(config, config_file)
     papers = {}
     for p in selected_papers(config, root, config_file):
         path = root / "config" / "papers" / f"{p}.yaml"
-        papers[p] = load_paper(path, config["scale"], schema_dir)
+        papers[p] = load_paper(path, config["scale"], schema_dir, data_limit)
     return {"globals": config, "papers": papers}
 
 

@@ -147,7 +147,24 @@ def apply_to_leaf(cfg: dict, overrides: dict[str, Any]) -> dict:
         block = new.get(kind)
         if isinstance(block, dict) and "name" in block:
             validate_options(Path(WHERE), kind, catalogue.get(kind, block["name"]), block)
+    _check_data(cfg, new)
     return new
+
+
+def _check_data(before: dict, after: dict) -> None:
+    """An override that makes the leaf's data larger than the limit is refused before the job (the DAG checked
+    the leaf as it was against its own limit, so an override that does not grow the data is not refused)."""
+    from . import catalogue
+    from .leaf_check import data_bytes, data_over_limit
+    from .memory import ENV, default_limit
+
+    block = after.get("task")
+    if not (isinstance(block, dict) and "name" in block):
+        return
+    task = catalogue.get("task", block["name"])
+    found = data_over_limit(task, after, default_limit(), f"${ENV} in GB")
+    if found and data_bytes(task, after) > data_bytes(task, before):
+        raise ConfigError(WHERE, *found)
 
 
 def apply_to_run(run: dict, overrides: dict[str, Any], leaves_root: str | Path) -> dict:

@@ -35,6 +35,12 @@ class AssocRecall(Task):
         "n_layers": 1,
         "mixer": {"name": "softmax_attention", "heads": 2},
     }
+    # a row: its 4 * pairs tokens and targets (int64) with the pieces they are stacked from, and the uniform
+    # draws and argsort that pick its keys
+    memory: ClassVar[dict[str, str]] = {
+        "the test set (test_size, 4 * pairs)": "test_size * (4 * pairs * 40 + keys * 16)",
+        "a training batch (train.batch, 4 * pairs)": "(train.batch or 1) * (4 * pairs * 40 + keys * 16)",
+    }
 
     def __init__(
         self,

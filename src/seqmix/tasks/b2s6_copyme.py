@@ -57,6 +57,11 @@ class CopyMe(Task):
     example_model: ClassVar[dict] = {"name": "ssm_probe", "width": 4, "mixer": {"name": "s6", "d_state": 3}}
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {"evaluate": ("rel_err", "sigma1", "sigma2")}
 
+    memory: ClassVar[dict[str, str]] = {
+        "inputs (train_size + test_size, L, d), built in float64 and cast": "(train_size + test_size) * L * d * 12",
+        "a training batch (train.batch, L, d)": "(train.batch or 1) * L * d * 8",
+    }
+
     def __init__(
         self,
         *,

@@ -37,6 +37,11 @@ class LinearFunctional(Task):
     example_model: ClassVar[dict] = {"name": "ssm_probe", "width": 4, "mixer": {"name": "s6", "d_state": 3}}
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {"evaluate": ("test_rms",)}
 
+    memory: ClassVar[dict[str, str]] = {
+        "inputs (train_size + test_size, L): a float64 draw, scaled, cast": "(train_size + test_size) * L * 20",
+        "a training batch (train.batch, L)": "(train.batch or 1) * L * 8",
+    }
+
     def __init__(
         self,
         *,

@@ -37,6 +37,11 @@ class CosineCoefficients(Task):
     example_model: ClassVar[dict] = {"name": "ssm_probe", "width": 4, "mixer": {"name": "s6", "d_state": 3}}
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {"evaluate": ("test_l2", "test_mse")}
 
+    memory: ClassVar[dict[str, str]] = {
+        "waves (train_size + test_size, L), built in float64 and cast": "(train_size + test_size) * L * 16",
+        "a training batch (train.batch, L)": "(train.batch or 1) * L * 8",
+    }
+
     def __init__(
         self,
         *,

@@ -31,9 +31,20 @@ class Task:
     eval_split: str | None = None
     example_options: ClassVar[dict[str, Any]] = {}
     example_model: ClassVar[dict[str, Any]] = {}
+    # The largest tensors a leaf of this task holds or builds (its data sets as stored and as built, the
+    # evaluation split as the model reads it, one training batch), in bytes, as {what: expression} over the
+    # task's options and the leaf's key paths (``train.batch``): e.g. ``"n * n * k * k * 8"`` for an
+    # (n, n, k, k) float64 operator. The config check sums them for every leaf before any job and refuses a
+    # leaf over the data limit (seqmix.config.memory: the expressions, the limit). Conservative: a tensor built
+    # in float64 and cast counts both copies. A term that needs a null option (a size read from the files) is
+    # left out; a task with no term is not checked, so every registered task states its own (the task
+    # contract test compares them with the tensors a built task holds).
+    memory: ClassVar[dict[str, str]] = {}
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
+        if "memory" in cls.__dict__:
+            _check_memory(cls)
         own = cls.__dict__.get("summary_columns")
         if own is not None and "diagnose" not in own:  # the default probe's rows, unless the class declares its own
             cls.summary_columns = {**own, "diagnose": DIAGNOSE_COLUMNS}
@@ -121,3 +132,20 @@ class Task:
 
     def loss(self, pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return torch.mean((pred - target) ** 2)
+
+
+def _check_memory(cls: type) -> None:
+    """Each of ``cls.memory``'s expressions parses and reads only the class's options and the leaf's key paths:
+    a misspelt option would otherwise drop its term, silently, at every config check."""
+    from ..config.memory import LEAF_ROOTS, names_of
+    from ..options import option_names
+
+    options = set(option_names(cls))
+    for what, expression in cls.memory.items():
+        for name in names_of(expression):
+            root, dot, _ = name.partition(".")
+            if (dot and root not in LEAF_ROOTS) or (not dot and name not in options):
+                raise TypeError(
+                    f"{cls.__qualname__}.memory[{what!r}]: {name!r} is neither an option of the task "
+                    f"({', '.join(sorted(options))}) nor a key path under {', '.join(LEAF_ROOTS)}"
+                )

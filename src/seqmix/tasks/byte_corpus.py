@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from .file_checks import text_records
 from .seq_data import SPLITS, file_hash_split, seeded_permutation
 from .text_sources import PROCEDURAL_LABEL, ZipfLanguage, corpus_label, find_text_files, read_text_file
 
@@ -110,9 +111,9 @@ def _split_of(path: Path, root: Path) -> str | None:
 
 
 def load_slimpajama(directory: str | os.PathLike, max_bytes: int | None = None) -> dict:
-    """The ``text`` of every jsonl/parquet file under ``directory`` as byte streams, split by file names."""
-    import datasets
-
+    """The ``text`` of every jsonl/parquet file under ``directory`` as byte streams, split by file names. A
+    damaged file (empty, truncated, garbled, without ``text``, a value that is not text) is a ValueError naming
+    it and the line or row (``file_checks.text_records``)."""
     root = Path(directory)
     files: dict[str, dict[str, list[str]]] = {"json": {}, "parquet": {}}
     for path in sorted(root.rglob("*")):
@@ -128,17 +129,15 @@ def load_slimpajama(directory: str | os.PathLike, max_bytes: int | None = None) 
     docs: dict[str, list[bytes]] = {s: [] for s in SPLITS}
     for kind, by_split in files.items():
         for split, paths in by_split.items():
-            ds = datasets.load_dataset(kind, data_files={split: paths})[split]
-            if "text" not in ds.column_names:
-                raise KeyError(f"{paths[0]}: no 'text' column (columns: {ds.column_names})")
             cap = None if max_bytes is None else (max_bytes if split == "train" else max(1, max_bytes // 50))
             size = sum(len(d) for d in docs[split])
-            for text in ds["text"]:
-                if cap is not None and size >= cap:
-                    break
-                data = text.encode().replace(bytes([DOC_SEP]), b" ")
-                docs[split].append(data)
-                size += len(data)
+            for path in paths:
+                for text in text_records(path, kind):
+                    if cap is not None and size >= cap:
+                        break
+                    data = text.encode().replace(bytes([DOC_SEP]), b" ")
+                    docs[split].append(data)
+                    size += len(data)
     return _streams(docs, "slimpajama")
 
 

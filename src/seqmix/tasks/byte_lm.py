@@ -59,6 +59,11 @@ class ByteLM(StoryLM):
         "evaluate": (*StoryLM.summary_columns["evaluate"], "bits_per_byte", "val_bits_per_byte")
     }
 
+    memory: ClassVar[dict[str, str]] = {
+        "the byte streams (max_bytes) and their int64 segments": "max_bytes * 12",
+        "a training batch (train.batch, segment_len) int64 inputs and targets": "(train.batch or 1) * segment_len * 16",
+    }
+
     def __init__(
         self,
         *,

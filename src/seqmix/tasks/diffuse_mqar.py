@@ -95,6 +95,23 @@ class DiffuseMQAR(Task):
         "evaluate": ("token_acc", "token_acc_lag_*", "count_lag_*", "chance")
     }
 
+    memory: ClassVar[dict[str, str]] = {
+        "training rows (train_size, train length): int64 arrays, stored as int16/int32": (
+            "train_size * (4 + (n_kv + n_queries) * (key_len + value_len) + noise_max) * 56"
+        ),
+        "validation and test rows (up to test_lag_factor x the train length)": (
+            "(val_size + test_size) * test_lag_factor * (4 + (n_kv + n_queries) * (key_len + value_len) + "
+            "noise_max) * 56"
+        ),
+        "the evaluation split padded: int64 tokens, targets and lags": (
+            "(test_size if eval_split == 'test' else val_size) * test_lag_factor * (4 + (n_kv + n_queries) * "
+            "(key_len + value_len) + noise_max) * 24"
+        ),
+        "a training batch (train.batch, train length) int64": (
+            "(train.batch or 1) * (4 + (n_kv + n_queries) * (key_len + value_len) + noise_max) * 16"
+        ),
+    }
+
     def __init__(
         self,
         *,

@@ -112,6 +112,8 @@ def load_fashion_mnist(directory: str | os.PathLike) -> dict[str, tuple[np.ndarr
             raise ValueError(f"{lab_path}: labels are {labels.dtype} {labels.shape}; expected (N,) integers")
         if labels.shape != images.shape[:1]:
             raise ValueError(f"{img_path}: images {images.shape} do not match labels {labels.shape} of {lab_path}")
+        if not len(labels):
+            raise ValueError(f"{img_path}: no images (an empty split)")
         if len(labels) and (labels.min() < 0 or labels.max() > 9):
             bad = int(np.flatnonzero((labels < 0) | (labels > 9))[0])
             raise ValueError(f"{lab_path}: label {int(labels[bad])} at row {bad} is outside the 10 classes 0..9")
@@ -148,6 +150,8 @@ def _unpickle(path: Path) -> dict:
     data, labels = np.asarray(batch[b"data"]), np.asarray(batch[b"labels"])
     if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072:
         raise ValueError(f"{path}: b'data' is {data.dtype} {data.shape}; CIFAR-10 has (N, 3072) uint8")
+    if not len(data):
+        raise ValueError(f"{path}: no images (an empty batch)")
     if labels.shape != (len(data),) or not np.issubdtype(labels.dtype, np.integer):
         raise ValueError(f"{path}: b'labels' is {labels.dtype} {labels.shape}; expected {len(data)} integers")
     if len(labels) and (labels.min() < 0 or labels.max() > 9):

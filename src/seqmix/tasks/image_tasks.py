@@ -47,6 +47,21 @@ class LRAImage(ClassificationSet):
     n_classes = 10
     pixels = True
 
+    memory: ClassVar[dict[str, str]] = {
+        "raw images and their split copies (CIFAR-10: 60000 x 3072 B, Fashion-MNIST: 70000 x 784)": (
+            "3 * (60000 * 3072 if source == 'cifar10' else 70000 * 784)"
+        ),
+        "pixel sequences (examples, image_size**2, channels), resized in float32": (
+            "((train_size or 54000) + (val_size or 6000) + (test_size or 10000)) * (image_size or 32) ** 2 * "
+            "channels * 5"
+        ),
+        "the evaluation split as float pixels": (
+            "((test_size or 10000) if eval_split == 'test' else (val_size or 6000)) * (image_size or 32) ** "
+            "2 * channels * 12"
+        ),
+        "a training batch as float pixels": "(train.batch or 1) * (image_size or 32) ** 2 * channels * 12",
+    }
+
     @grouped
     def __init__(
         self,
@@ -98,6 +113,17 @@ class LRAPathfinder(ClassificationSet):
     task_name = "lra_pathfinder"
 
     pixels = True
+
+    memory: ClassVar[dict[str, str]] = {
+        "images (examples, resolution**2): drawn with Python pixel lists, stored uint8 (LRA: 200000 read)": (
+            "200000 * resolution ** 2 * 3 if source == 'lra' else "
+            "(train_size + val_size + test_size) * resolution ** 2 * 10"
+        ),
+        "the evaluation split as float pixels": (
+            "(20000 if source == 'lra' else test_size if eval_split == 'test' else val_size) * resolution ** 2 * 12"
+        ),
+        "a training batch as float pixels": "(train.batch or 1) * resolution ** 2 * 12",
+    }
 
     @grouped
     def __init__(

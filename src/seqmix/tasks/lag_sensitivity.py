@@ -35,6 +35,12 @@ class LagSensitivity(Task):
         )
     }
 
+    memory: ClassVar[dict[str, str]] = {
+        "inputs (draws, T, d) float64 at the longest T, and their gradients": (
+            "2 * draws * max(max(T) if T else 100, max(T_extra) if T_extra else 0) * d * 8"
+        ),
+    }
+
     def __init__(
         self,
         *,

@@ -165,6 +165,8 @@ def load_listops_tsv(directory: str | os.PathLike, max_len: int = 2048) -> dict:
                     raise ValueError(f"{path}: row {i} lacks the Source or Target field")
                 rows.append([TOKEN_ID.get(t, UNK) for t in tokenize(rec["Source"])][:max_len])
                 labels.append(parse_label(rec["Target"], NUM_CLASSES, f"{path}: row {i}"))
+        if not labels:  # a header alone: a download cut after its first line
+            raise ValueError(f"{path}: no rows after the header (an empty split)")
         out[f"{split}/x"], out[f"{split}/lengths"] = pad_rows(rows, max_len)
         out[f"{split}/y"] = torch.tensor(labels, dtype=torch.int64)
     return out

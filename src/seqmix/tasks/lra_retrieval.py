@@ -131,6 +131,8 @@ def load_aan(directory: str | os.PathLike, max_len: int = 4000, caps: dict | Non
                     raise ValueError(f"{path}: row {i} has {len(row)} fields, expected 5 (label id1 id2 text1 text2)")
                 labels.append(parse_label(row[0], 2, f"{path}: row {i}", parse=float))
                 pairs.append((row[3].encode(), row[4].encode()))
+        if not labels:
+            raise ValueError(f"{path}: no rows (an empty split)")
         out[f"{split}/x"], out[f"{split}/lengths"] = _stack_pairs(pairs, max_len)
         out[f"{split}/y"] = torch.tensor(labels, dtype=torch.int64)
     return out

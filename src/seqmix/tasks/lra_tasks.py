@@ -190,6 +190,16 @@ class LRAListOps(ClassificationSet):
 
     n_classes = 10
 
+    memory: ClassVar[dict[str, str]] = {
+        "token rows (examples, max_len) int16 and their strings (LRA release: 100000)": (
+            "(100000 if source == 'lra' else train_size + val_size + test_size) * max_len * 16"
+        ),
+        "the evaluation split (examples, max_len) int64": (
+            "(2000 if source == 'lra' else test_size if eval_split == 'test' else val_size) * max_len * 16"
+        ),
+        "a training batch (train.batch, max_len) int64": "(train.batch or 1) * max_len * 16",
+    }
+
     @grouped
     def __init__(
         self,
@@ -243,6 +253,16 @@ class LRAText(ClassificationSet):
     }
 
     task_name = "lra_text"
+
+    memory: ClassVar[dict[str, str]] = {
+        "byte rows (examples, max_len) int16 and the documents (IMDB: 50000)": (
+            "(50000 if source == 'imdb' else train_size + val_size + test_size) * max_len * 16"
+        ),
+        "the evaluation split (examples, max_len) int64": (
+            "(25000 if source == 'imdb' else test_size if eval_split == 'test' else val_size) * max_len * 16"
+        ),
+        "a training batch (train.batch, max_len) int64": "(train.batch or 1) * max_len * 16",
+    }
 
     @grouped
     def __init__(
@@ -298,6 +318,16 @@ class LRARetrieval(ClassificationSet):
     }
 
     task_name = "lra_retrieval"
+
+    memory: ClassVar[dict[str, str]] = {
+        "document pairs (examples, 2, max_len) int16 and the documents (AAN: 182613)": (
+            "(182613 if source == 'aan' else train_size + val_size + test_size) * 2 * max_len * 16"
+        ),
+        "the evaluation split (examples, 2, max_len) int64": (
+            "(18090 if source == 'aan' else test_size if eval_split == 'test' else val_size) * 2 * max_len * 16"
+        ),
+        "a training batch (train.batch, 2, max_len) int64": "(train.batch or 1) * 2 * max_len * 16",
+    }
 
     @grouped
     def __init__(

@@ -131,7 +131,10 @@ def _acl_imdb_split(root: Path, split: str) -> tuple[list[bytes], list[int]] | N
         folder = root / split / name
         if not folder.is_dir():
             return None
-        for f in sorted(folder.glob("*.txt")):
+        reviews = sorted(folder.glob("*.txt"))
+        if not reviews:  # one class only would train and score a constant classifier
+            raise ValueError(f"{folder}: no reviews (*.txt): the aclImdb copy is incomplete")
+        for f in reviews:
             texts.append(f.read_bytes())
             labels.append(label)
     return texts, labels

@@ -119,6 +119,15 @@ class Reachability(Task):
             *("acc_new_frontier", "acc_lexmin", "acc_two_candidate", "frac_mf0_last"),
         )
     }
+    # a graph entry costs a float32 draw, the float adjacency, its bool test and, for the cached evaluation set,
+    # a uint8 copy and the bytes hashed; min_final_reach draws twice the graphs it keeps
+    memory: ClassVar[dict[str, str]] = {
+        "evaluation graphs (eval_size, n, n)": "eval_size * n * n * 16 * (2 if min_final_reach else 1)",
+        "a training batch of graphs (train.batch, n, n)": (
+            "(train.batch or 1) * n * n * 12 * (2 if min_final_reach else 1)"
+        ),
+        "node embedding U (d, n) float64, with its QR": "3 * d * n * 8",
+    }
 
     """Reachability by superposition (frontier-superposition paper). ``batch`` returns (x, y) with
     x = (adj, root) and y the GraphBatch; the model maps x to its slots."""

@@ -61,6 +61,13 @@ class RotationTeacher(Task):
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {
         "evaluate": ("test_mse", "norm_mse", "mse_opt", "mse_ratio", "sup_err", "probe_err")
     }
+    memory: ClassVar[dict[str, str]] = {
+        "teacher operator K (n, n, k, k) float64, gathered then masked": "2 * n * n * k * k * 8",
+        "lag and mask indices (n, n) int64": "2 * n * n * 8",
+        "evaluation: the student's operator and K - K_student, float64": "2 * n * n * k * k * 8",
+        "test set (test_size, n, k): float64 draws, inputs and targets": "3 * test_size * n * k * 8",
+        "a training batch (train.batch, n, k), as the test set": "3 * (train.batch or 1) * n * k * 8",
+    }
 
     def __init__(
         self,

@@ -15,9 +15,7 @@
   GCIDE dictionary (``/usr/share/dictd/gcide.dict.dz``, package ``dict-gcide``).
 - ``openwebtext_files`` / ``load_openwebtext``: OpenWebText (the paper's corpus) for users who have it, from a
   local directory of ``.txt`` (one document per file), ``.jsonl`` / ``.json`` or ``.parquet`` (a ``text``
-  column), read with Hugging Face ``datasets``.
-
-``datasets`` is imported inside the loader so that ``import seqmix`` stays light.
+  column), each file checked as it is read (``file_checks.text_records``).
 """
 
 from __future__ import annotations
@@ -30,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from .file_checks import text_records
 
 ENGLISH_ROOTS = ("/usr/share/doc", "/usr/share/dictd")
 OWT_SUFFIXES = {".txt": "text", ".jsonl": "json", ".json": "json", ".parquet": "parquet"}
@@ -200,20 +200,15 @@ def openwebtext_files(directory: str | os.PathLike) -> dict[str, list[str]]:
     return by_kind
 
 
-def load_openwebtext(
-    directory: str | os.PathLike, max_docs: int | None = None, hf_cache_dir: str | None = None
-) -> list[str]:
-    """The documents of a local OpenWebText copy (``text`` column / one .txt file per document), in file
-    order, at most ``max_docs``."""
-    import datasets
-
+def load_openwebtext(directory: str | os.PathLike, max_docs: int | None = None) -> list[str]:
+    """The non-empty documents of a local OpenWebText copy (``text`` column / one .txt file per document), the
+    files of each kind in name order (kinds in the order their first file appears), at most ``max_docs``. A
+    damaged file (empty, truncated, garbled, binary, without ``text``, a value that is not text) is a
+    ValueError naming it and the line or row (``file_checks.text_records``)."""
     docs: list[str] = []
     for kind, files in openwebtext_files(directory).items():
-        extra = {"sample_by": "document"} if kind == "text" else {}
-        ds = datasets.load_dataset(kind, data_files=files, split="train", cache_dir=hf_cache_dir, **extra)
-        if "text" not in ds.column_names:
-            raise KeyError(f"{directory}: {kind} files without a 'text' column (columns: {ds.column_names})")
-        docs += [t for t in ds["text"] if t]
-        if max_docs is not None and len(docs) >= max_docs:
-            return docs[:max_docs]
+        for path in files:
+            docs += [t for t in text_records(path, kind) if t]
+            if max_docs is not None and len(docs) >= max_docs:
+                return docs[:max_docs]
     return docs

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from .data_cache import cache_root, cached
+from .data_cache import cached
 from .rotations_corpus import (
     ENGLISH_ROOTS,
     SyntheticSpec,
@@ -108,9 +108,7 @@ def build_corpus(source: str, options: dict) -> dict:
         docs = load_english(options["english_files"], options["max_chars"])
         return _text_corpus(docs, ENGLISH, options)
     if source == "openwebtext":
-        root = cache_root(options["cache_dir"])
-        hf = str(root / "hf") if root else None
-        docs = load_openwebtext(options["owt_dir"], options["max_docs"], hf_cache_dir=hf)
+        docs = load_openwebtext(options["owt_dir"], options["max_docs"])
         if options["max_chars"] is not None:
             docs = _head_chars(docs, options["max_chars"])
         return _text_corpus(docs, OPENWEBTEXT, options)

@@ -46,6 +46,22 @@ class RotationsLM(Task):
 
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {"evaluate": ("ppl", "nll", "ppl_L*", "nll_L*", "ratio_L*")}
 
+    memory: ClassVar[dict[str, str]] = {
+        "the synthetic stream (n_tokens): int32 lanes, int64 tensors": (
+            "n_tokens * 24 if source == 'synthetic' else None"
+        ),
+        "the synthetic successor table (contexts, 32): ids, weights, probabilities": (
+            "contexts * 32 * 48 if source == 'synthetic' else None"
+        ),
+        "English or OpenWebText characters (max_chars), their BPE training and streams": (
+            "max_chars * 8 if source != 'synthetic' else None"
+        ),
+        "the longest evaluation windows (eval_windows, context x eval_max_factor) int64": (
+            "eval_windows * (context * eval_max_factor + 1) * 16"
+        ),
+        "a training batch (train.batch, context + 1) int64": "(train.batch or 1) * (context + 1) * 16",
+    }
+
     def __init__(
         self,
         *,

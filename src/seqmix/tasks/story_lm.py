@@ -97,6 +97,13 @@ class StoryLM(Task):
         "evaluate": (*("ppl", "nll", "top1_pct", "top5_pct"), *("val_ppl", "val_nll", "val_top1_pct", "val_top5_pct"))
     }
 
+    memory: ClassVar[dict[str, str]] = {
+        "generated stories (about 520 characters), their BPE training (about 26 KB a story), streams": (
+            "n_stories * 32768 if source == 'procedural' else None"
+        ),
+        "a training batch (train.batch, segment_len) int64": "(train.batch or 1) * segment_len * 16",
+    }
+
     def __init__(
         self,
         *,

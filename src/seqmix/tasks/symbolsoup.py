@@ -96,6 +96,16 @@ class SymbolSoup(Task):
 
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {"evaluate": ("accuracy", "loss", "chance")}
 
+    memory: ClassVar[dict[str, str]] = {
+        "texts (train_size + val_size + test_size, max_tokens): Python lists, then uint8": (
+            "(train_size + val_size + test_size) * max_tokens * 17"
+        ),
+        "the evaluation split padded (size, max_tokens) int64": (
+            "(test_size if eval_split == 'test' else val_size) * max_tokens * 8"
+        ),
+        "a training batch (train.batch, max_tokens) int64": "(train.batch or 1) * max_tokens * 8",
+    }
+
     def __init__(
         self,
         *,
