@@ -92,6 +92,23 @@ def _load(tmp_path, cfg: dict) -> dict:
             "artefacts.exp1",
             ["writes into <paper>/exp1/, which is taken"],
         ),
+        (  # a shown figure must say what the paper prints for it (config.figure_captions)
+            lambda c: c["artefacts"]["figure3_left"].pop("paper_values"),
+            "artefacts.figure3_left.paper_values",
+            ["a figure the report shows must say what the paper prints for it", "'none: <why>'"],
+        ),
+        (  # also an analysis whose shown file is a figure
+            lambda c: c["artefacts"]["theory"].update(
+                writes=[*c["artefacts"]["theory"]["writes"], "theory.png"], report=["theory.png"]
+            ),
+            "artefacts.theory.paper_values",
+            ["a figure the report shows must say what the paper prints for it"],
+        ),
+        (
+            lambda c: c["artefacts"]["figure2"].update(paper_values=""),
+            "artefacts.figure2.paper_values",
+            ["should be non-empty"],
+        ),
     ],
 )
 def test_bad_declarations_name_file_and_key_path(tmp_path, heads, mutate, keypath, words):

@@ -9,6 +9,9 @@ reuse the finished directory (or report the same failure, without running it aga
 Tests that only read the results, or run Snakemake where it has nothing to do, use ``tiny_dag`` directly
 (their Snakemake calls hold the lock, so no two run in the directory at once). A test that edits the
 config or re-runs jobs works on a copy of the finished directory (``tiny_dag.copy``), never on the shared one.
+
+Every figure a paper test draws in process passes the house style check (``figure_style``, autouse): the
+paper tests that call figure functions on hand-built inputs are the figure-style tests of those figures.
 """
 
 from __future__ import annotations
@@ -28,12 +31,44 @@ from seqmix import results as layout
 from seqmix.config import artefacts as A
 from seqmix.config.leaves import expand_cells
 from seqmix.config.loading import load_paper
+from seqmix.report import plots
 from tests.conftest import copy_workflow, snakemake_local
 
 SCALE = "tiny"
 DAG_TIMEOUT = 2400  # the whole five-paper DAG: about 8 min on an idle 2-core box
 # the tests that take the DAG fixture: its first user pays the run (or the wait for another worker's run)
 DAG_TEST_TIMEOUT = DAG_TIMEOUT + 600
+
+
+@dataclass(frozen=True)
+class Drawn:
+    fig: object  # the matplotlib Figure, closed once saved but still holding its artists
+    problems: list[str]
+
+
+@pytest.fixture(autouse=True)
+def figure_style(monkeypatch) -> list[Drawn]:
+    """Every figure saved through ``seqmix.report.plots.save`` during the test, with its style problems
+    (``figure_style_problems``: a legend over data or labels, tick labels on each other or on a neighbouring
+    panel); any problem fails the test that drew the figure. A test can read the list to look at what a
+    figure draws (e.g. the artists labelled "paper")."""
+    drawn: list[Drawn] = []
+    check = plots.figure_style_problems
+
+    def recording(fig):
+        problems = check(fig)
+        drawn.append(Drawn(fig, problems))
+        return problems
+
+    monkeypatch.setattr(plots, "figure_style_problems", recording)
+    yield drawn
+    bad = [
+        f"{d.fig.get_suptitle() or d.fig.axes[0].get_title() if d.fig.axes else '?'}: {p}"
+        for d in drawn
+        for p in d.problems
+    ]
+    if bad:
+        pytest.fail("figure style problems:\n" + "\n".join(bad))
 
 
 @dataclass(frozen=True)

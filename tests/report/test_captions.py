@@ -1,5 +1,7 @@
 """Every artefact caption of every paper renders in Snakemake's report as the text it is: no docutils error
-(``|x|`` was read as a substitution, six captions showed errors), no markup eaten."""
+(``|x|`` was read as a substitution, six captions showed errors), no markup eaten. The caption checked is
+the one the report shows at tiny scale (``shown_caption``: a figure's adds what the paper prints for it, the
+seeds and the paper's data line)."""
 
 from __future__ import annotations
 
@@ -7,14 +9,16 @@ import pytest
 from docutils.core import publish_doctree
 from docutils.nodes import problematic, system_message
 
+from seqmix.config.figure_captions import shown_caption
 from seqmix.config.loading import discover_papers, load_paper
 from seqmix.report.captions import rst_text
 from tests.conftest import ROOT
 
+CONFIGS = {paper: load_paper(ROOT / "config" / "papers" / f"{paper}.yaml", "tiny") for paper in discover_papers(ROOT)}
 CAPTIONS = [
-    (paper, name, decl["caption"])
-    for paper in discover_papers(ROOT)
-    for name, decl in (load_paper(ROOT / "config" / "papers" / f"{paper}.yaml", "tiny").get("artefacts") or {}).items()
+    (paper, name, shown_caption(cfg, name, "tiny"))
+    for paper, cfg in CONFIGS.items()
+    for name in cfg.get("artefacts") or {}
 ]
 
 

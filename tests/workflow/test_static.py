@@ -137,14 +137,15 @@ def test_no_per_paper_rule_files_and_one_caption_template():
 def test_tables_figures_claims_are_report_items():
     """Guards: report.html showed claims and tables as links to .md files it cannot render. What the report
     shows is an image or HTML: a figure's PNG, a table's CSV rendered as <paper>/report/<name>.html, the claims
-    as claims.html; each through report() with the one caption template, the artefact's own caption as a
-    param, and no two shown files share a caption."""
+    as claims.html; each through report() with the one caption template, the artefact's caption as a param
+    (``shown_caption``), and no two shown files share a caption."""
     from seqmix import results as layout
     from seqmix.config.artefacts import report_files, report_html
     from seqmix.config.base import load_yaml
 
     text = (ROOT / "workflow" / "rules" / "artefacts.smk").read_text()
-    assert 'report(path, caption="../report/artefact.rst"' in text and 'caption=rst_text(_decl["caption"])' in text
+    assert 'report(path, caption="../report/artefact.rst"' in text
+    assert "caption=rst_text(shown_caption(_cfg, _name, SCALE))" in text  # a figure's names paper values and seeds
     assert "if Path(o).name in _shown" in text and "html=[_report_item(str(_html), _paper, _decl)]" in text
     stages = (ROOT / "workflow" / "rules" / "stages.smk").read_text()
     assert re.search(r'html=report\(\s*str\(layout.claims_html_path\(RESULTS, "\{paper\}"\)\),\s*category', stages)

@@ -2,7 +2,8 @@
 # `artefacts:` block of config/papers/<paper>.yaml: what it reads (experiment summaries, the final-stage
 # markers of chosen cells, other artefacts' outputs), what it writes, what the report shows (one file: a
 # figure's PNG, or a table's CSV rendered as <paper>/report/<name>.html, since the report shows HTML
-# inline and a CSV only as a download) and its caption.
+# inline and a CSV only as a download) and its caption (a figure's says what the paper prints for it and the
+# scale, seeds and data its numbers come from: seqmix.config.figure_captions).
 # Each artefact's run spec (run/artefacts/<name>.json) holds only what it reads, so editing one artefact's
 # settings re-runs that artefact (and what reads its outputs) alone.
 
@@ -42,7 +43,7 @@ for _paper, _cfg in PAPERS.items():
             params:
                 cli=get_seqmix_cli,
                 out=get_output_dir,  # the kind dir (writes are plain file names)
-                caption=rst_text(_decl["caption"]),
+                caption=rst_text(shown_caption(_cfg, _name, SCALE)),
                 html=_html_args,  # the shown CSV -> the HTML the report shows
             shell:
                 "{params.cli} artefact --run {input.run:q} --out {params.out:q} {params.html} 2> {log:q}"

@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))  # the library, also wit
 from seqmix import results as layout
 from seqmix.config import artefacts as A
 from seqmix.config.base import ConfigError
+from seqmix.config.figure_captions import shown_caption
 from seqmix.config.leaves import cell_run_config, expand_cells
 from seqmix.config.loading import blame_command_line, discover_papers, load_all
 from seqmix.io import canonical_json

@@ -19,6 +19,8 @@ one claim re-runs only the claims step. Declaration (see workflow/schemas/paper.
         report: [figure4.png]              # default: the .csv of tables (shown rendered as HTML,
                                            # <paper>/report/<name>.html), the .png of figures; one file at most
         caption: "..."                     # the shown file's caption, unique in the paper
+        paper_values: "Table 2 (claims table2-*)"  # a shown figure: what the paper prints for it, or
+                                           # "none: <why>" (config.figure_captions: the report's caption)
         analysis: [figure4]                # keys of `analysis:` (or of `tables:`) it receives
         claims: [exp2-ssm-rho]             # claims whose `reported` values it shows
 
@@ -38,6 +40,7 @@ from typing import Any
 from .. import results as layout
 from ..registry import paper_module
 from .base import ConfigError, deep_merge, load_yaml, validate
+from .figure_captions import validate_paper_values
 from .leaves import leaf_config, leaf_record, scale_variants
 
 # what report.html shows by default: a table's CSV (Snakemake renders it as a table; it cannot render .md)
@@ -256,6 +259,7 @@ def validate_artefacts(path: Path, cfg: dict, schema_dir: Path | None = None) ->
                 raise ConfigError(path, f"{where}.writes", f"{key} is also written by artefact {seen[key]!r}")
             seen[key] = name
     _check_acyclic(path, arts)
+    validate_paper_values(path, cfg)
 
 
 def _check_acyclic(path: Path, arts: dict) -> None:

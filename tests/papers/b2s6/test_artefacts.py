@@ -1,16 +1,19 @@
-"""The B2S6 paper's artefacts on hand-built specs: Figure 5's analysis (exact c-slopes 3 and 2), the spec §4
-theory checks on small sizes (every identity below its tolerance, the S6 rank 1), the E5 stability analysis
-and Figures 4 and 6 from fake leaves and summaries. New with the b2s6 package (none exist on main)."""
+"""The B2S6 paper's artefacts on hand-built specs: Figure 5's analysis (exact c-slopes 3 and 2) and the figure
+with the paper's reference slopes, the spec §4 theory checks on small sizes (every identity below its
+tolerance, the S6 rank 1), the E5 stability analysis and Figures 1-4 and 6 from fake leaves and summaries.
+Every figure drawn here passes the style check (the autouse ``figure_style`` of tests/papers/conftest.py)."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
+from seqmix.config.loading import load_paper
 from seqmix.io import write_json
-from seqmix.papers.b2s6 import analysis, figures, tables
+from seqmix.papers.b2s6 import analysis, figures, schematics, tables
 from seqmix.results import leaf_marker
 
 
@@ -22,6 +25,56 @@ def test_gradient_scaling_slopes(tmp_path):
     assert df.loc["slope_c_w", "value"] == pytest.approx(3.0, abs=1e-9)
     assert df.loc["slope_c_b", "value"] == pytest.approx(2.0, abs=1e-9)
     assert 0.3 < df.loc["slope_L_b", "value"] < 0.7
+
+
+def test_figure5_draws_the_papers_reference_slopes_from_the_claims(root, tmp_path, figure_style):
+    """Each panel's "paper" line has the slope its claim reports (a changed reported value moves the line),
+    and the L panel's ticks are the swept lengths, none on top of another (the style fixture checks)."""
+    st = {"n": 4, "kappa": 1.0, "c_values": [1.0, 3.0, 10.0, 30.0, 100.0], "L_fixed": 40,
+          "L_values": [50, 100, 200, 400, 800], "trials": 2, "draws": 20, "seed": 0}  # fmt: skip
+    analysis.gradient_scaling({"analysis": {"gradient_scaling": st}}, tmp_path)
+    claims = {c["id"]: c["reported"] for c in load_paper(root / "config" / "papers" / "b2s6.yaml", "tiny")["claims"]}
+    reported = {c: claims[c] for c in ("e4-slope-c-w", "e4-slope-c-b", "e4-slope-L-b")}
+    for edit in ({}, {"e4-slope-c-b": 2.5}):
+        spec = {"inputs": {"artefacts": {"gradient_scaling": [str(tmp_path / "summary.csv")]}},
+                "reported": reported | edit}  # fmt: skip
+        figures.figure5(spec, tmp_path)
+        fig = figure_style[-1].fig
+        for ax, claim in zip(fig.axes, reported):
+            (line,) = [ln for ln in ax.get_lines() if ln.get_label().startswith("paper")]
+            x, y = (np.log(np.asarray(v, dtype=float)) for v in line.get_data())
+            assert (y[-1] - y[0]) / (x[-1] - x[0]) == pytest.approx(float(spec["reported"][claim]))
+            assert line.get_label() == f"paper: slope {float(spec['reported'][claim]):g} (Thm 3)"
+        assert [t.get_text() for t in fig.axes[2].get_xticklabels()] == ["50", "100", "200", "400", "800"]
+
+
+@pytest.mark.parametrize("name", ["figure1", "figure2"])
+def test_schematics(tmp_path, figure_style, name):
+    getattr(schematics, name)({}, tmp_path)
+    assert (tmp_path / f"{name}.png").stat().st_size > 0 and len(figure_style) == 1
+
+
+def test_figure3_one_curve_per_width_and_unit(tmp_path, figure_style):
+    leaves = []
+    for unit in ("s4d", "s6", "b2s6"):
+        for d in (4, 16, 64):
+            out = tmp_path / f"{unit}-{d}"
+            out.mkdir()
+            history = {"diagnostics": {"step": [0, 10, 20, 30], "test_l2": [2.0, 1.5, 1.2, 1.0 + 1 / d]}}
+            write_json(out / "history.json", history, checksum=True)
+            cfg = {
+                "variant": unit,
+                "seed": 1,
+                "model": {"width": d},
+                "task": {"train_size": 100},
+                "train": {"batch": 10},
+            }
+            leaves.append({"id": out.name, "hash": "h", "out_dir": str(out), "config": cfg})
+    figures.figure3({"inputs": {"leaves": {"e1": leaves}}}, tmp_path)
+    df = pd.read_csv(tmp_path / "figure3.csv")
+    assert len(df) == 3 * 3 * 3 and sorted(df["epoch"].unique()) == [1.0, 2.0, 3.0]
+    legends = [ax.get_legend() for ax in figure_style[0].fig.axes]
+    assert [t.get_text() for t in legends[2].get_texts()] == ["(h, p) = (2, 2)", "(h, p) = (4, 4)", "(h, p) = (8, 8)"]
 
 
 def test_theory_checks_small(tmp_path):

@@ -110,7 +110,7 @@ def _fake_leaf(tmp: Path, variant: str, cfg: dict, ppl: list[float], seconds: fl
     return {"config": {**cfg, "variant": variant, "seed": 0}, "out_dir": str(out), "hash": "h", "id": variant}
 
 
-def test_e9_lm_reads_points_throughput_and_final_perplexity(tmp_path, monkeypatch):
+def test_e9_lm_reads_points_throughput_and_final_perplexity(tmp_path, monkeypatch, figure_style):
     """The 11 points (step 0 left out), tokens/s = steps x batch x L / training seconds without the validations,
     the final perplexity the claims read, and the table beside the paper's 11 x 3 numbers."""
     paper = load_paper(ROOT / "config" / "papers" / "b2s6.yaml", "tiny")
@@ -134,6 +134,13 @@ def test_e9_lm_reads_points_throughput_and_final_perplexity(tmp_path, monkeypatc
     assert float(final["S6 (paper)"]) == 21.0785 and float(final["S6 (ours)"]) == pytest.approx(146.0)
     assert table.loc["time per token vs S6", "B2S6 (ours)"] == "+100.0%"
     assert "not comparable" in (out / "e9_lm.md").read_text()
+    # Figure 7's right panel: the paper's App. G numbers, one dashed series per unit labelled "paper: <unit>"
+    (fig7,) = [d.fig for d in figure_style]
+    paper = {ln.get_label(): ln for ln in fig7.axes[1].get_lines()}
+    assert sorted(paper) == ["paper: B2S6", "paper: S4D", "paper: S6"]
+    assert list(paper["paper: S4D"].get_xdata()) == list(e9_lm.PAPER_PPL)
+    assert list(paper["paper: S4D"].get_ydata()) == [v[2] for v in e9_lm.PAPER_PPL.values()]
+    assert [t.get_text() for t in fig7.legends[0].get_texts()][:3] == ["ours: S6", "ours: B2S6", "ours: S4D"]
 
 
 def test_e9_lm_names_the_corpus_and_device_its_runs_recorded(tmp_path, monkeypatch):

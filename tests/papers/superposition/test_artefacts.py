@@ -236,6 +236,63 @@ def test_figure3_bars_are_final_summaries(declared, paper, runs, tmp_path):
     assert (sup["cos_mean"], sup["bound"], sup["r"]) == pytest.approx((0.52, 0.83, 0.87))
 
 
+def paper_artists(ax) -> dict[str, list]:
+    """The artists of a panel labelled as the paper's values (``plots.paper_values``), by label."""
+    out: dict[str, list] = {}
+    for artist in [*ax.lines, *ax.patches, *ax.collections]:
+        if artist.get_label().startswith("paper"):
+            out.setdefault(artist.get_label(), []).append(artist)
+    return out
+
+
+def test_figure3_draws_table2_and_the_caption_limit_from_the_claims(declared, paper, runs, tmp_path, figure_style):
+    """(a): a "paper" marker at every bar the paper's Table 2 has (not our composite run), at the claims'
+    reported cosines, and its bound row per slot; (b): the caption's e2e limit over the two e2e bars. An
+    edited reported value is what gets drawn."""
+    spec = make_spec("figure3", declared, paper, runs, tmp_path)
+    spec["reported"]["table2-sup-z1"] = 0.123
+    ARTEFACTS["figure3"](spec, tmp_path / "figure3")
+    a, b = figure_style[-1].fig.axes[:2]
+    drawn = paper_artists(a)
+    cos = sorted(y for ln in drawn["paper: Table 2 cosine"] for y in ln.get_ydata())
+    modes = ("sup", "node", "e2e_cos", "e2e_ce")
+    assert cos == pytest.approx(sorted(spec["reported"][f"table2-{m}-z{c}"] for m in modes for c in (1, 2, 3)))
+    assert 0.123 in cos
+    bounds = [ln.get_ydata()[0] for ln in drawn["paper: single-step bound (Table 2)"]]
+    assert bounds == [spec["reported"][f"table2-bound-z{c}"] for c in (1, 2, 3)]
+    limits = paper_artists(b)
+    (label,) = limits
+    assert label == "paper: e2e r_c ≤ 0.55" and len(limits[label]) == 2 * 3
+    assert paper_artists(a).keys() == {"paper: Table 2 cosine", "paper: single-step bound (Table 2)"}
+
+
+def test_figure2_draws_the_papers_band_and_the_e2e_stall(declared, paper, runs, tmp_path, figure_style):
+    run("figure2", declared, paper, runs, tmp_path)
+    panels = [paper_artists(ax) for ax in figure_style[-1].fig.axes[:3]]
+    for c, drawn in enumerate(panels, start=1):
+        (band,) = drawn["paper: band r ≥ 0.875 (Figure 2)"]
+        assert band.get_y() == pytest.approx(0.875)
+        # the stall is reported for c >= 2 only (claims fig2-e2e-stall-e2e_cos-z2, -z3)
+        assert ("paper: e2e stalls at r ≈ 0.5" in drawn) == (c >= 2)
+
+
+def test_e4_and_e3_figures_draw_the_papers_values(declared, paper, runs, tmp_path, figure_style):
+    run("figure_e4_diagonalisation", declared, paper, runs, tmp_path)
+    ratio, entrywise, mu = (paper_artists(ax) for ax in figure_style[-1].fig.axes[:3])
+    assert list(ratio) == list(entrywise) == ["paper: 49 ± 0.02 (§4.4)"]
+    assert ratio["paper: 49 ± 0.02 (§4.4)"][0].get_ydata()[0] == pytest.approx(49.0)
+    assert len(mu) == 1 and "§4.4" in next(iter(mu))
+    theory = tmp_path / "theory"
+    theory.mkdir()
+    trace = [{"form": f, "init": i, "step": s, "A": 10.0 ** -(s / 10)} for f in ("relu", "linear")
+             for i in ("spec-init", "generic-0") for s in range(0, 200, 20)]  # fmt: skip
+    pd.DataFrame(trace).to_csv(theory / "mobius_trace.csv", index=False)
+    run("figure_e3_mobius", declared, paper, runs, tmp_path)
+    for ax in figure_style[-1].fig.axes[:2]:
+        (band,) = paper_artists(ax)["paper: |A| < 1e-14 (§4.3)"]
+        assert band.get_y() + band.get_height() == pytest.approx(1e-14)
+
+
 # ----------------------------------------------------------------------------- the analysis and its figures
 
 SMALL = {

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from ...mixers.ssm import B2S6, S4D, S6
-from ...report.plots import plt, save_figure
+from ...report.plots import legend_outside, plt, save_figure
 from ...report.tables import write_csv
 
 CASES = ("s6_pos", "s6_neg", "b2s6_mixed", "s4d")
@@ -154,8 +154,8 @@ def draw(curves: list[dict], out: Path) -> None:
         ax.set_xlabel("c (scale of $u_{k_0}$)")
         ax.set_ylim(1e-40, 3)
     axes[0].set_ylabel(r"$S_k$ summed over the region (exact 0: below precision)")
-    axes[0].legend(fontsize=8)
     fig.suptitle("D1: relative-gradient profiles against the scale of one input (float64)", fontsize=10, y=1.04)
+    legend_outside(fig)
     save_figure(fig, out / "d1_profiles", curves)  # and d1_profiles.csv: the curves it draws
 
 

@@ -22,7 +22,7 @@ import torch
 
 from ...capabilities import SoleMixer
 from ...mixers.ssm import B2S6
-from ...report.plots import plt, save_figure
+from ...report.plots import legend_outside, plt, save_figure
 from ...report.tables import write_csv
 from ...results import is_done, leaf_marker
 from ...training.loop import load_trained
@@ -104,7 +104,6 @@ def draw(hists: dict[str, np.ndarray], rows: list[dict], threshold: float, out: 
     ax_h.set_yscale("log")
     ax_h.set_xlabel(r"$\log_{10}(\Delta_k \min_m |\mathrm{Re}\, a_m|)$ (all steps and channels)")
     ax_h.set_ylabel("share")
-    ax_h.legend(fontsize=8)
     cells = sorted({r["sigmas"] for r in rows})
     for i, variant in enumerate(VARIANTS):
         vals = [r for r in rows if r["variant"] == variant and r["quantity"] == "all_blocks_forget_last"]
@@ -118,8 +117,9 @@ def draw(hists: dict[str, np.ndarray], rows: list[dict], threshold: float, out: 
     ax_f.set_xticks(range(len(cells)), [c.replace("_", ", ") for c in cells], rotation=30, fontsize=7)
     ax_f.set_xlabel(r"$(\sigma_1, \sigma_2)$")
     ax_f.set_ylabel("all blocks forget at the last step\n(dashed: $2^{-h}$; bars at 1e-4: none)")
-    ax_f.legend(fontsize=8)
     fig.suptitle("D5: Delta statistics and forget events of the trained E3 models", fontsize=10, y=1.03)
+    fig.tight_layout()
+    legend_outside(fig)
     save_figure(fig, out / "d5_delta", data)
     return data
 

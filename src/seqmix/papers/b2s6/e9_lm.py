@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...report.plots import plt, save_figure
+from ...report.plots import legend_outside, paper_values, plt, save_figure
 from ...report.tables import write_csv, write_table
 from ...results import is_done, leaf_marker, read_leaf_output
 from ...training.loop import build, build_task
@@ -108,21 +108,23 @@ def devices(spec: dict) -> str:
 
 
 def draw_figure7(df: pd.DataFrame, source: str, out: Path) -> None:
+    """Ours on the left; the paper's App. G numbers on a panel of their own (other data and units)."""
     fig, (ax, ax_p) = plt.subplots(1, 2, figsize=(11, 3.6))
-    for variant, label in UNITS.items():
+    for i, (variant, label) in enumerate(UNITS.items()):
         sub = df[df["variant"] == variant] if len(df) else df
         if len(sub):
             m = sub.groupby("step")["val_ppl"].mean()
-            ax.plot(m.index, m.values, "o-", ms=3, label=label)
-        ax_p.plot(list(PAPER_PPL), [v[list(UNITS).index(variant)] for v in PAPER_PPL.values()], "o-", ms=3, label=label)
+            ax.plot(m.index, m.values, "o-", ms=3, color=f"C{i}", label=f"ours: {label}")
+        paper = [v[i] for v in PAPER_PPL.values()]
+        paper_values(ax_p, list(PAPER_PPL), paper, line=True, color=f"C{i}", label=f"paper: {label}")
     ax.set_title(f"ours: {source}, perplexity per byte", fontsize=9)
     ax_p.set_title("paper (App. G): SlimPajama-6B, per BPE token", fontsize=9)
     for a in (ax, ax_p):
         a.set_xlabel("step")
         a.set_yscale("log")
-        a.legend(fontsize=8)
     ax.set_ylabel("validation perplexity")
     fig.suptitle("Figure 7 (E9): Mamba-block language models with S6, B2S6 and S4D units", fontsize=10, y=1.03)
+    legend_outside(fig)
     save_figure(fig, out / "figure7", df)
 
 

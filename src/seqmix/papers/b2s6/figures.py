@@ -2,7 +2,8 @@
 
 - ``figure3`` (E1): test mean ||g_pred - g||_2 per epoch, one panel per unit, one curve per width d
 - ``figure4`` (E3): heat maps of the mean relative error over the (sigma1, sigma2) grid, one per unit
-- ``figure5`` (E4): the three gradient ratios on log-log axes with the reference slopes 3, 2 and 1/2
+- ``figure5`` (E4): the three gradient ratios on log-log axes beside the paper's reference slopes (the
+  reported values of claims e4-slope-c-w, e4-slope-c-b and e4-slope-L-b)
 - ``figure6`` (E5): RMS training loss and the Delta-gradient norms per step, one column per model
 """
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...report.plots import plt, save_figure
+from ...report.plots import legend_outside, paper_values, plt, save_figure
 from ...results import read_leaf_output
 
 UNITS = {"s4d": "S4D", "s6": "S6", "b2s6": "B2S6"}
@@ -54,8 +55,10 @@ def figure3(spec: dict, out: Path) -> None:
             )
         ax.set_title(title + (" (block only)" if unit == "b2s6" else ""))
         ax.set_xlabel("epoch")
-        ax.legend(fontsize=8)
     axes[0].set_ylabel(r"mean $\|\tilde g - g\|_2$ (test)")
+    for ax in axes:  # each unit names its widths its own way: a legend under every panel
+        if ax.lines:
+            legend_outside(ax, below=True, ncols=2)
     fig.suptitle("Figure 3: recovering cosine coefficients with single-layer units over widths", fontsize=10, y=1.06)
     save_figure(fig, out / "figure3", df)
 
@@ -86,21 +89,28 @@ def figure4(spec: dict, out: Path) -> None:
 def figure5(spec: dict, out: Path) -> None:
     df = pd.read_csv(spec["inputs"]["artefacts"]["gradient_scaling"][0])
     series = df[df["quantity"] == "ratio"]
-    panels = (
-        ("c_w", r"$|\partial_w y_{S6}| / |\partial_b y_{S4D}|$ vs $c$", 3.0, "c"),
-        ("c_b", r"$|\partial_b y_{S6}| / |\partial_b y_{S4D}|$ vs $c$", 2.0, "c"),
-        ("L_b", r"$|\partial_b y_{S6}| / |\partial_b y_{S4D}|$ vs $L$", 0.5, "L"),
+    panels = (  # the paper's reference slope of each panel: its claim's reported value
+        ("c_w", r"$|\partial_w y_{S6}| / |\partial_b y_{S4D}|$ vs $c$", "e4-slope-c-w", "c"),
+        ("c_b", r"$|\partial_b y_{S6}| / |\partial_b y_{S4D}|$ vs $c$", "e4-slope-c-b", "c"),
+        ("L_b", r"$|\partial_b y_{S6}| / |\partial_b y_{S4D}|$ vs $L$", "e4-slope-L-b", "L"),
     )
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
-    for ax, (panel, title, ref, xlabel) in zip(axes, panels):
+    for ax, (panel, title, claim, xlabel) in zip(axes, panels):
         g = series[series["panel"] == panel].sort_values("x")
         x, y = g["x"].to_numpy(float), g["mean"].to_numpy(float)
-        ax.loglog(x, y, "o-", color="tab:blue", label="closed form, mean of trials")
-        ax.loglog(x, y[0] * (x / x[0]) ** ref, "--", color="tab:red", label=f"slope {ref:g}")
+        ref = float(spec["reported"][claim])
+        ax.loglog(x, y, "o-", color="tab:blue", label="ours: closed form, mean of trials")
+        paper_values(ax, x, y[0] * (x / x[0]) ** ref, line=True, marker="", label=f"paper: slope {ref:g} (Thm 3)")
         slope = df[df["quantity"] == f"slope_{panel}"]["value"].iloc[0]
         ax.set_title(f"{title}\nfitted slope {slope:.3f}", fontsize=9)
         ax.set_xlabel(xlabel)
-        ax.legend(fontsize=8)
+        if xlabel == "L":  # the swept lengths as plain ticks: over a decade or two a log axis labels its minor
+            # ticks (2x10^2, 3x10^2, ...), which run into each other
+            ax.set_xticks(x, [f"{v:g}" for v in x], rotation=45 if len(x) > 6 else 0)
+            ax.xaxis.set_minor_formatter(plt.NullFormatter())
+    fig.tight_layout()
+    for ax in axes:
+        legend_outside(ax, below=True)
     fig.suptitle("Figure 5: gradient-ratio scaling (Thm 3)", fontsize=10, y=1.06)
     save_figure(fig, out / "figure5", series)
 
@@ -121,17 +131,15 @@ def figure6(spec: dict, out: Path) -> None:
             )
     df = pd.DataFrame(rows)
     models = {"s4d": "S4D", "s6": "S6", "s6_fixed": r"S6 with fixed $\Delta$"}
-    fig, axes = plt.subplots(2, 3, figsize=(12, 5.4), sharex=True)
+    fig, axes = plt.subplots(2, 3, figsize=(12, 5.4), sharex=True, sharey="row")
     for col, (model, title) in enumerate(models.items()):
         sub = df[df["model"] == model]
         for (c, seed), g in sub.groupby(["c", "seed"]):
             axes[0, col].semilogy(g["step"], g["rms"], lw=0.8, label=f"c = {c:g}, seed {seed}")
             if "grad_norm_b" in g and g["grad_norm_b"].gt(0).any():
-                axes[1, col].semilogy(g["step"], g["grad_norm_b"], lw=0.8, label=f"b, c = {c:g}, seed {seed}")
+                axes[1, col].semilogy(g["step"], g["grad_norm_b"], lw=0.8, label=f"c = {c:g}, seed {seed}")
         axes[0, col].set_title(title)
         axes[1, col].set_xlabel("step")
-        if axes[0, col].lines:
-            axes[0, col].legend(fontsize=6)
         if not axes[1, col].lines:  # the frozen model's Delta parameters get no gradient
             axes[1, col].text(
                 0.5, 0.5, "no gradient (Delta frozen)", ha="center", va="center", transform=axes[1, col].transAxes
@@ -139,4 +147,5 @@ def figure6(spec: dict, out: Path) -> None:
     axes[0, 0].set_ylabel("RMS loss")
     axes[1, 0].set_ylabel(r"$\|\partial \mathcal{L} / \partial b\|$")
     fig.suptitle("Figure 6: training loss and Delta-gradient norms per step", fontsize=10, y=1.06)
+    legend_outside(fig)
     save_figure(fig, out / "figure6", df)

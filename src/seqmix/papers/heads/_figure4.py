@@ -37,7 +37,6 @@ def _style(ax, title: str, logx: bool = False) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("sequence length T")
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
     ax.grid(alpha=0.3, which="both", lw=0.4)
 
 
@@ -119,7 +118,7 @@ def _panel_ablation(ax, df: pd.DataFrame, series: dict, grid: list) -> list[dict
 
 
 def figure4(spec: dict, out: Path) -> None:
-    from ...report.plots import plt, save
+    from ...report.plots import legend_outside, plt, save
 
     df = pd.read_csv(spec["inputs"]["summaries"]["exp2"])
     grid = sorted(spec["resolved"]["exp2"]["ssm"]["task"]["T"])
@@ -130,5 +129,8 @@ def figure4(spec: dict, out: Path) -> None:
     _panel_paper(axes[0], df, series, grid, wowv)
     _panel_power_law(axes[1], series["attn"], wowv, spec["analysis"]["figure4"]["power_law_T_min"])
     rows += _panel_ablation(axes[2], df, series, grid)
+    fig.tight_layout()
+    for ax in axes:  # each panel its own entries, some long: under the panel
+        legend_outside(ax, below=True)
     save(fig, out / "figure4")
     write_csv(out / "figure4.csv", rows)

@@ -142,7 +142,7 @@ def figure2(spec: dict, out: Path) -> None:
 
 
 def figure3_left(spec: dict, out: Path) -> None:
-    from ...report.plots import plt, save
+    from ...report.plots import legend_outside, plt, save
 
     df = pd.read_csv(spec["inputs"]["summaries"]["exp1"])
     theory_df = pd.read_csv(next(p for p in spec["inputs"]["artefacts"]["theory"] if p.endswith("summary.csv")))
@@ -177,14 +177,14 @@ def figure3_left(spec: dict, out: Path) -> None:
     ax.set_xlabel("number of heads H")
     ax.set_ylabel("test MSE")
     ax.set_title(f"Exp. I: rank-k teacher, H-head student (n = {n}, {df['seed'].nunique()} seeds)", fontsize=9)
-    ax.legend(fontsize=8)
     ax.grid(alpha=0.3, which="both", lw=0.4)
+    legend_outside(ax, fontsize=8)
     save(fig, out / "figure3_left")
     write_csv(out / "figure3_left.csv", rows)
 
 
 def figure3_right(spec: dict, out: Path) -> None:
-    from ...report.plots import plt, save
+    from ...report.plots import legend_outside, plt, save
 
     df = pd.read_csv(spec["inputs"]["artefacts"]["spectrum"][0])
     teacher = df[df.source == "teacher"].sort_values("index")
@@ -224,7 +224,6 @@ def figure3_right(spec: dict, out: Path) -> None:
         ax.tick_params(axis="x", labelsize=7)
         ax.set_title(f"k = {k}, H = {H} ({'as in the paper' if H == k else 'extension (spec §3.5)'})", fontsize=9)
         ax.grid(alpha=0.3, which="both", lw=0.4)
-        ax.legend(fontsize=7, loc="upper right")
         plotted += st.to_dict("records")
     axes[0][0].set_ylabel(r"$\sigma_\ell / \sigma_1$ of the learned interaction operator")
     fig.suptitle(
@@ -233,5 +232,7 @@ def figure3_right(spec: dict, out: Path) -> None:
         fontsize=9,
         y=1.04,
     )
+    for ax in axes[0]:
+        legend_outside(ax, below=True)
     save(fig, out / "figure3_right")
     write_csv(out / "figure3_right.csv", plotted + teacher.astype(object).fillna("").to_dict("records"))

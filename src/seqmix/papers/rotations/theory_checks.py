@@ -88,7 +88,6 @@ def _panel_harmonic(ax, s: dict) -> list[dict]:
     ax.axhline(1 / np.sqrt(s["harmonic_samples"]), color="grey", lw=0.8, ls=":")  # the Monte Carlo floor
     ax.set_ylim(0.3 / np.sqrt(s["harmonic_samples"]), 1.5)
     ax.set(xlabel="route length n", ylabel="|E exp(i Theta_n)|", title=f"(a) mixing window (eps = {s['eps']:g})")
-    ax.legend(fontsize=6)
     return data
 
 
@@ -113,7 +112,6 @@ def _panel_far_mass(ax, s: dict) -> list[dict]:
     ax.set(
         xlabel="context length L", ylabel="far mass rho_D", title=f"(b) far mass, lam = {s['lam']:g}, w = {s['window']}"
     )
-    ax.legend(fontsize=6)
     return data
 
 
@@ -134,15 +132,16 @@ def _panel_value_side(ax, s: dict) -> list[dict]:
         data += [{"panel": "c", "series": k, "x": x, "y": y} for x, y in zip(L, ys)]
     ax.set(xlabel="context length L", ylabel="far value transport",
            title=f"(c) value side, beta = {sp['beta']:g}, w = {sp['window']}")  # fmt: skip
-    ax.legend(fontsize=6)
     return data
 
 
 def figure_e6(spec: dict, out: Path) -> None:
-    from ...report.plots import plt, save_figure
+    from ...report.plots import legend_outside, plt, save_figure
 
     s = _settings(spec, "figure_e6", FIGURE_TINY)
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     data = _panel_harmonic(axes[0], s) + _panel_far_mass(axes[1], s) + _panel_value_side(axes[2], s)
     fig.tight_layout()
+    for ax in axes:
+        legend_outside(ax, below=True, fontsize=6)
     save_figure(fig, Path(out) / "figure_e6", data)

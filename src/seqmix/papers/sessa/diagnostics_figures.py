@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...report.plots import plt, save
+from ...report.plots import legend_outside, plt, save
 
 COLORS = {"sessa": "C0", "transformer": "C1", "mamba2": "C2", "sessa_nofb": "C3", "softmax_attention": "C1"}
 
@@ -30,8 +30,9 @@ def d4_figure(curves: list[dict], summary: list[dict], stem: Path, scale: str) -
         ax.set_title(part["label"].iloc[0] if len(part) else name)
         ax.set_xlabel("lag l")
         ax.set_ylabel("‖∂y_{τ+l}/∂x_τ‖_F (Hutchinson)")
-        ax.legend(fontsize=6)
     fig.suptitle(f"D4: one block at random init ({scale}); dotted: 1/(τ+l+1)", fontsize=9)
+    fig.tight_layout()
+    legend_outside(fig, fontsize=6)  # the same (s_qk, τ) lines in every panel
     save(fig, stem)
 
 
@@ -50,8 +51,9 @@ def _lag_panels(df: pd.DataFrame, measure: str, ylabel: str, title: str, stem: P
         ax.set_title(exp)
         ax.set_xlabel("lag (log2 bins)")
         ax.set_ylabel(ylabel)
-        ax.legend(fontsize=6)
     fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    legend_outside(fig, fontsize=6)  # one colour per variant in every panel
     save(fig, stem)
 
 
@@ -84,8 +86,9 @@ def d8_figure(curves: list[dict], summary: list[dict], stem: Path, scale: str) -
         ax.set_title(exp)
         ax.set_xlabel("lag (log2 bins)")
         ax.set_ylabel("‖∂L/∂e_τ‖")
-        ax.legend(fontsize=5)
     fig.suptitle(f"D8: loss gradient vs lag at init (dashed) and final (solid) ({scale})", fontsize=9)
+    fig.tight_layout()
+    legend_outside(fig, fontsize=6)  # one colour per variant in every panel
     save(fig, stem)
 
 
@@ -125,6 +128,9 @@ def d7_figure(curves: list[dict], summary: list[dict], stem: Path, scale: str) -
     titles = ["Sessa γ_t histogram", "Sessa feedback entropy", "solve kernel (Sessa), α_fwd (attention)"]
     for ax, t in zip(axes, [*titles, "Mamba2 accumulated decay"]):
         ax.set_title(t, fontsize=9)
-        ax.legend(fontsize=5)
     fig.suptitle(f"D7: realised routing of the trained models ({scale}); dashed: E2", fontsize=9)
+    fig.tight_layout()
+    for ax in axes:  # each panel its own series
+        if ax.get_legend_handles_labels()[1]:
+            legend_outside(ax, below=True, fontsize=5)
     save(fig, stem)

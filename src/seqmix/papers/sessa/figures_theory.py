@@ -33,7 +33,7 @@ def _long(curves: list[dict], keys: tuple[str, ...], lags: np.ndarray) -> list[d
 
 
 def figure_d1_kernels(spec: dict, out: Path) -> None:
-    from ...report.plots import plt, save_figure
+    from ...report.plots import legend_outside, plt, save_figure
 
     st = spec["analysis"]["theory_checks"]["d1"]
     curves = d1_curves(st, np.random.default_rng(spec["analysis"]["theory_checks"]["seed"]))
@@ -63,14 +63,15 @@ def figure_d1_kernels(spec: dict, out: Path) -> None:
     ax_log.plot([], [], "o", mfc="none", color="black", ms=3, label="closed form, Prop. 29 (τ = 0)")
     ax_log.set(xlabel="lag l", ylabel="|influence|", title=f"D1 log-log: power laws (slopes over l = {l0}..{L})")
     ax_semi.set(xlabel="lag l", ylabel="|influence|", title="D1 semi-log: the SSM is a straight line", ylim=(1e-30, 3))
+    fig.tight_layout()
     for ax in (ax_log, ax_semi):
         ax.grid(alpha=0.3, which="both", lw=0.4)
-        ax.legend(fontsize=6.5)
+        legend_outside(ax, below=True, fontsize=6.5)
     save_figure(fig, Path(out) / "figure_d1_kernels", _long(curves, ("kernel", "gamma", "tau", "delta"), grid))
 
 
 def figure_d5_deep(spec: dict, out: Path) -> None:
-    from ...report.plots import plt, save_figure
+    from ...report.plots import legend_outside, plt, save_figure
 
     st = spec["analysis"]["theory_checks"]["d5"]
     curves = d5_curves(st)
@@ -102,6 +103,8 @@ def figure_d5_deep(spec: dict, out: Path) -> None:
                 )
         ax.set(xlabel="lag l", title=f"k = {k} macro-layers", ylim=(1e-8, None))
         ax.grid(alpha=0.3, which="both", lw=0.4)
-        ax.legend(fontsize=6.5)
     np.atleast_1d(axes)[0].set_ylabel("transport from τ* = 0 to l")
+    fig.tight_layout()
+    for ax in np.atleast_1d(axes):
+        legend_outside(ax, below=True, fontsize=6.5)
     save_figure(fig, Path(out) / "figure_d5_deep", _long(curves, ("model", "beta", "k"), grid))

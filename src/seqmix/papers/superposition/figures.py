@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ...report.plots import band, plt, save_figure
-from .inputs import MODE_COLOR, MODE_LABEL, MODES, histories, summary, task
+from ...report.plots import band, legend_outside, paper_values, plt, reported_range, save_figure
+from .inputs import MODE_COLOR, MODE_LABEL, MODES, histories, reported, summary, task
 
 
 def _depth_and_np(spec: dict) -> tuple[int, float]:
@@ -24,9 +24,16 @@ def _curves(g, **keys) -> list[dict]:
     return [{**keys, "step": int(s), "mean": a, "std": b} for s, a, b in zip(g["step"], g["mean"], g["std"])]
 
 
+def _paper(spec: dict, claim_id: str) -> tuple[float | None, float | None] | None:
+    """The range a claim's reported value states (``reported_range``), None when the spec lists no such claim
+    (a slot the paper does not report)."""
+    return reported_range(reported(spec, claim_id)) if claim_id in (spec.get("reported") or {}) else None
+
+
 def figure2(spec: dict, out: Path) -> None:
     """Figure 2: r(c) = cos_obs / cos_theory (Lemma 18 at the trained α_eff) against step, per slot and loss;
-    the shaded band r >= 1 - 1/(2 k_{L-1}) with k_{L-1} = np^(L-1)."""
+    the paper's band r >= 1 - 1/(2 k_{L-1}) (claims fig2-band-sup-z<c>) and its e2e stall (claims
+    fig2-e2e-stall-e2e_cos-z<c>); dotted green: the band's edge at our n p, k_{L-1} = np^(L-1)."""
     h1 = histories(spec, "e1")
     L, np_ = _depth_and_np(spec)
     lower = 1 - 1 / (2 * np_ ** (L - 1))
@@ -34,7 +41,7 @@ def figure2(spec: dict, out: Path) -> None:
     rows = []
     for c in range(1, L + 1):
         ax = axes[c - 1]
-        ax.axhspan(lower, 1.2, color="tab:green", alpha=0.08, lw=0)
+        ax.axhline(lower, color="tab:green", lw=1, ls=":", label="ours: 1 − 1/(2k_{L−1}) at our n p")
         ax.axhline(1.0, color="k", lw=0.8, ls=":")
         for m in MODES:
             df = h1[h1.variant == m] if len(h1) else h1
@@ -46,17 +53,26 @@ def figure2(spec: dict, out: Path) -> None:
             ]
         ax.set_title(f"c = {c}", fontsize=9)
         ax.set_xlabel("step")
-    axes[0].set_ylabel("r(c) = cos_obs / cos_theory (Lemma 18 at trained α_eff)")
-    axes[0].legend(fontsize=6)
+    for c, ax in enumerate(axes, start=1):  # after every panel's data: the band runs to the shared top
+        if (band_ := _paper(spec, f"fig2-band-sup-z{c}")) is not None:
+            paper_values(ax, band=band_, label=f"paper: band r ≥ {band_[0]:g} (Figure 2)")
+        if (stall := _paper(spec, f"fig2-e2e-stall-e2e_cos-z{c}")) is not None:
+            paper_values(ax, level=stall[0], label=f"paper: e2e stalls at r ≈ {stall[0]:g}")
+    axes[0].set_ylabel("r(c) = cos_obs / cos_theory\n(Lemma 18 at trained α_eff)")
     fig.suptitle(
-        f"Figure 2: cascade attractor trajectory (scale {spec['scale']}; band r ≥ 1 − 1/(2k_{L - 1}) = {lower:.3f})",
+        f"Figure 2: cascade attractor trajectory (scale {spec['scale']}; our band edge 1 − 1/(2k_{L - 1}) = "
+        f"{lower:.3f})",
         fontsize=9,
     )
+    fig.tight_layout()
+    legend_outside(fig)
     save_figure(fig, Path(out) / "figure2", rows)
 
 
 def figure3(spec: dict, out: Path) -> None:
-    """Figure 3: (a) final cos(z_c, z_c*) per slot and loss with the single-step bound as ticks; (b) r_c."""
+    """Figure 3: (a) final cos(z_c, z_c*) per slot and loss with our single-step bound as grey ticks, the
+    paper's Table 2 cosines (claims table2-<mode>-z<c>) and bound row (table2-bound-z<c>); (b) r_c with the
+    caption's e2e limit (fig3-e2e-r-<mode>-z<c>)."""
     e1 = summary(spec, "e1")
     L, _ = _depth_and_np(spec)
     slots = range(1, L + 1)
@@ -73,20 +89,31 @@ def figure3(spec: dict, out: Path) -> None:
         bnd = [df[f"cos_theory_l{c - 1}"].mean() for c in slots]
         r = [df[f"r_z{c}"].mean() for c in slots]
         a.bar(xs, cos, w, yerr=err, color=MODE_COLOR[m], label=MODE_LABEL[m])
-        a.scatter(xs, bnd, marker="_", color="k", s=80, zorder=3)
+        a.scatter(xs, bnd, marker="_", color="0.45", s=80, zorder=3, label="ours: single-step bound")
         b.bar(xs, r, w, color=MODE_COLOR[m])
+        printed = [(x, _paper(spec, f"table2-{m}-z{c}")) for x, c in zip(xs, slots)]
+        printed = [(x, p[0]) for x, p in printed if p is not None]
+        if printed:
+            paper_values(a, *zip(*printed), label="paper: Table 2 cosine")
+        for x, c in zip(xs, slots):
+            if (limit := _paper(spec, f"fig3-e2e-r-{m}-z{c}")) is not None:
+                paper_values(b, level=limit[1], span=(x - w / 2, x + w / 2), label=f"paper: e2e r_c ≤ {limit[1]:g}")
         rows += [
             {"mode": m, "slot": c, "cos_mean": cos[c - 1], "cos_std": err[c - 1], "bound": bnd[c - 1], "r": r[c - 1]}
             for c in slots
         ]
+    for c in slots:
+        if (bound := _paper(spec, f"table2-bound-z{c}")) is not None:
+            paper_values(a, level=bound[0], span=(c - 0.45, c + 0.45), label="paper: single-step bound (Table 2)")
     for ax in (a, b):
         ax.set_xticks(list(slots))
         ax.set_xlabel("slot c")
     a.set_ylabel("cos(z_c, z_c*)  (ticks: single-step bound)")
     b.set_ylabel("r_c = cos_obs / cos_theory")
     b.axhline(1, color="k", lw=0.8, ls=":")
-    a.legend(fontsize=6)
     fig.suptitle(f"Figure 3: inner-product fingerprint (scale {spec['scale']})", fontsize=9)
+    fig.tight_layout()
+    legend_outside(fig)
     save_figure(fig, Path(out) / "figure3", rows)
 
 
@@ -114,9 +141,10 @@ def figure1(spec: dict, out: Path) -> None:
     axes[1].set_ylabel("|A_c| (Möbius)")
     axes[2].set_ylabel("cos(z_c, z_c*)")
     axes[2].set_xlabel("step")
-    for ax in axes:
-        ax.legend(fontsize=6)
     fig.suptitle("Figure 1 (from data): diagonalisation → Möbius collapse → cascade", fontsize=9)
+    fig.tight_layout()
+    for ax in axes:  # one column of panels: each legend beside its panel
+        legend_outside(ax, fontsize=6)
     save_figure(fig, Path(out) / "figure1", rows)
 
 
@@ -139,13 +167,15 @@ def figure_e8_mobius_A(spec: dict, out: Path) -> None:
         axes[c].set_title(f"layer {c}", fontsize=9)
         axes[c].set_xlabel("step")
     axes[0].set_ylabel("A_c (slope of post- vs pre-MLP amplitude)")
-    axes[0].legend(fontsize=6)
+    fig.tight_layout()
+    legend_outside(fig)
     save_figure(fig, Path(out) / "figure_e8_mobius_A", rows)
 
 
 def figure_e4_diagonalisation(spec: dict, out: Path) -> None:
     """E4: S_n diagonalisation of U^T W_QK U against step (L_sup, default and small-QK init); dotted lines at
-    the diagonal limits n - 1 (ratios) and -1/n (μ/γ) with n of E4's config."""
+    the diagonal limits n - 1 (ratios) and -1/n (μ/γ) with n of E4's config; the paper's §4.4 values (claims
+    e4-ratio-qk_r_signed_mean, e4-ratio-qk_r_abs_mean, e4-mu-over-gamma)."""
     h4 = histories(spec, "e4")
     t4 = task(spec, "e4", "default")
     n = int(t4["n"])
@@ -160,11 +190,20 @@ def figure_e4_diagonalisation(spec: dict, out: Path) -> None:
             rows += _curves(g, variant=v, metric=key)
     for ax, level in zip(axes, (n - 1, n - 1, -1 / n)):
         ax.axhline(level, color="k", ls=":", lw=0.8)
+    claims = ("e4-ratio-qk_r_signed_mean", "e4-ratio-qk_r_abs_mean", "e4-mu-over-gamma")
+    for ax, claim in zip(axes, claims):
+        lo, hi = reported_range(reported(spec, claim))
+        # a range narrower than a line (49.0 ± 0.02 on an axis from 0) is drawn as its centre
+        if hi - lo > 0.02 * abs(float(np.diff(ax.get_ylim())[0])):
+            paper_values(ax, band=(lo, hi), label=f"paper: {lo:g} to {hi:g} (§4.4)")
+        else:
+            paper_values(ax, level=(lo + hi) / 2, label=f"paper: {(lo + hi) / 2:g} ± {(hi - lo) / 2:g} (§4.4)")
     for ax, t in zip(axes, ("signed ratio |mean diag|/|mean off|", "entrywise ratio mean|diag|/mean|off|", "μ/γ")):
         ax.set_title(t, fontsize=8)
         ax.set_xlabel("step")
-        ax.legend(fontsize=6)
     fig.suptitle(
         f"E4: S_n diagonalisation of U^T W_QK U (L = {t4['L']}, L_sup; dotted: n − 1 = {n - 1}, −1/n)", fontsize=9
     )
+    fig.tight_layout()
+    legend_outside(fig)
     save_figure(fig, Path(out) / "figure_e4_diagonalisation", rows)

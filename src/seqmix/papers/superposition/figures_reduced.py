@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...report.plots import plt, save_figure
-from .inputs import artefact_file
+from ...report.plots import legend_outside, paper_values, plt, reported_range, save_figure
+from .inputs import artefact_file, reported
 
 
 def figure_e3_mobius(spec: dict, out: Path) -> None:
     """E3: |A| = |1 + ηa| against Adam step in the reduced Möbius model (spec init red, generic inits grey),
-    ReLU and linear channels; dotted at 1e-14 (float64 zero)."""
+    ReLU and linear channels, beside the paper's |A| after its run (claims e3-<form>-spec-init-absA)."""
     tr = pd.read_csv(artefact_file(spec, "theory", "mobius_trace.csv"))
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.3), sharey=True)
     for ax, form in zip(axes, ("relu", "linear")):
@@ -28,11 +28,14 @@ def figure_e3_mobius(spec: dict, out: Path) -> None:
                 lw=1.6 if spec_init else 0.8,
                 label="spec-suggested init (labelled)" if spec_init else None,
             )
-        ax.axhline(1e-14, color="k", ls=":", lw=0.8)
         ax.set_title(f"reduced Möbius model, {form} channels", fontsize=9)
         ax.set_xlabel("Adam step")
+    for ax, form in zip(axes, ("relu", "linear")):  # after both panels' data: the shared y range is final
+        value = reported(spec, f"e3-{form}-spec-init-absA")
+        paper_values(ax, band=reported_range(value), label=f"paper: |A| {value} (§4.3)")
     axes[0].set_ylabel("|A| = |1 + ηa|")
-    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    legend_outside(fig)
     save_figure(fig, Path(out) / "figure_e3_mobius", tr)
 
 
@@ -48,8 +51,9 @@ def figure_e6_gradlaw(spec: dict, out: Path) -> None:
         ax.plot(xs, -0.5 * xs, "k--", lw=1, label="Prop. 7 slope −1/2")
         ax.set_title(f"{point} attention", fontsize=9)
         ax.set_xlabel("(L − 1 − c) log10(np)")
-        ax.legend(fontsize=6)
     axes[0].set_ylabel("log10 R_c = log10 |∂L_e2e/∂β_c| / |∂L_c/∂β_c|")
+    fig.tight_layout()
+    legend_outside(fig)
     save_figure(fig, Path(out) / "figure_e6_gradlaw", gl)
 
 
@@ -62,7 +66,7 @@ def figure_e7_conjd(spec: dict, out: Path) -> None:
     ax.axhline(1, color="k", ls=":", lw=0.8)
     ax.set_xlabel("γ")
     ax.set_ylabel("R(γ) = ||∇_off|| / ||∇_diag||")
-    ax.legend(fontsize=7)
+    legend_outside(ax)
     ax.set_title(f"E7 Conjecture D ({cd['point'].nunique()} points)", fontsize=9)
     save_figure(fig, Path(out) / "figure_e7_conjd", cd)
 
@@ -74,12 +78,13 @@ def figure_e11_beta_ladder(spec: dict, out: Path) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.3))
     for c, g in lad.groupby("c"):
         axes[0].semilogx(g["beta"], g["S"], "-o", ms=2, label=f"layer {c} (k_c ≈ {g['k_c'].iloc[0]:.2f})")
-        axes[1].semilogx(g["beta"], g["cos"], "-o", ms=2, label=f"layer {c}")
+        axes[1].semilogx(g["beta"], g["cos"], "-o", ms=2, label=f"layer {c} (k_c ≈ {g['k_c'].iloc[0]:.2f})")
     axes[0].axhline(0.9, color="k", ls=":", lw=0.8)
     axes[0].set_ylabel(r"selectivity $S_c$ (mass on reached sources)")
     axes[1].set_ylabel(r"$\cos(z_{c+1}, z^*_{c+1})$")
     for ax in axes:
         ax.set_xlabel("β (shared by every layer)")
-        ax.legend(fontsize=6)
+    fig.tight_layout()
+    legend_outside(fig)
     fig.suptitle("E11 selectivity ladder (reduced model, U = I, α_c = α*_c; Lemma 20: β*_c grows with c)", fontsize=9)
     save_figure(fig, Path(out) / "figure_e11_beta_ladder", lad)
