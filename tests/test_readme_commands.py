@@ -117,11 +117,19 @@ def exe(word: str) -> str:
 def run(argv: list[str], cwd: Path = ROOT, timeout: int = 300) -> subprocess.CompletedProcess:
     path = os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])
     # under `make test` the outer make's flags and command-line variables (SCALE=...) would reach an inner make
+    # and its variables set on the command line (make test PYTEST_ARGS=...), which make exports to recipes
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+    env = {k: v for k, v in env.items() if k not in makefile_variables()}
     env.update(PYTHONPATH=path, MPLBACKEND="Agg")
     proc = subprocess.run([exe(argv[0]), *argv[1:]], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     return proc
+
+
+@functools.cache
+def makefile_variables() -> frozenset[str]:
+    """The Makefile's settable variables (``NAME ?= ...``)."""
+    return frozenset(re.findall(r"^([A-Z_]+) \?=", (ROOT / "Makefile").read_text(), re.M))
 
 
 def seqmix_argv(command: str) -> list[str]:
@@ -177,7 +185,9 @@ def check_pytest_line(argv: list[str]) -> None:
     known = pytest_help()
     for word in argv:
         if word.startswith("-") and word != "-m":
-            assert re.search(rf"(^|[\s,]){re.escape(word)}\b", known, re.M), f"pytest has no option {word}"
+            # --name=value -> --name; a short option with its value attached (-ra, -n2) -> -r, -n
+            option = word.split("=")[0] if word.startswith("--") else word[:2]
+            assert re.search(rf"(^|[\s,]){re.escape(option)}\b", known, re.M), f"pytest has no option {word}"
     if "-m" in argv:
         markers = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]
         registered = {m.split(":")[0] for m in markers}
