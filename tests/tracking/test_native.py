@@ -140,3 +140,28 @@ def test_a_training_run_logs_its_dataset_and_its_model(tmp_path, template_db):
     logged = tracking_store.artifact_root(results) / mlrun.info.artifact_uri[len("mlflow-artifacts:/") :] / "model"
     assert (logged / "model.pt").read_bytes() == model.read_bytes()
     assert (logged / "model.pt").stat().st_ino == model.stat().st_ino  # linked, not copied
+
+
+def test_a_rerun_of_a_finished_leaf_keeps_the_trainings_duration(tmp_path):
+    """Guards: a leaf re-run after it had finished (e.g. its run config rewritten) found its final checkpoint
+    and trained nothing, yet its run ended at the rerun: a 3-step training showed a duration of 5.4 h."""
+    import time
+
+    from seqmix.pipeline import stages
+    from seqmix.results import leaf_marker
+
+    from .test_server import small_run
+
+    run = small_run(tmp_path, f"sqlite:///{tmp_path / 'unused.db'}", steps=4, log_every=2, checkpoint_every=4)
+    run["leaves"] = run["leaves"][:1]
+    run["tracking"]["system_metrics"] = False
+    out = Path(run["leaves"][0]["out_dir"])
+    stages.run_stage("train", run)
+    (first,) = tb.read_buffer(out / "tracking-train.jsonl")
+    time.sleep(1.5)
+    leaf_marker(out, "train").unlink()  # the leaf runs again, from its final checkpoint
+    stages.run_stage("train", run)
+    (again,) = tb.read_buffer(out / "tracking-train.jsonl")
+    assert again["start_ms"] == first["start_ms"]
+    # the last logged step of the attempt that trained (the first ended a few ms after it), not the rerun
+    assert first["start_ms"] < again["end_ms"] <= first["end_ms"], again["end_ms"] - first["end_ms"]

@@ -160,7 +160,7 @@ def _train_leaf(work, run: dict, leaf: dict, label: str):
         return None
     hist = result["history"]
     write_json(out / "history.json", hist, checksum=True)  # artefacts read it (results.read_leaf_output)
-    end_ms = tracking_buffer.now_ms()
+    end_ms = clock.end_ms(trained_now=result["resumed_from"] != result["steps"])
     pairs = {name: list(zip(hist["step"], hist[name])) for name in hist if name not in ("step", "diagnostics")}
     diag = hist.get("diagnostics") or {}
     for name, values in diag.items():  # in-training evaluation (training loop, ``eval.every``)

@@ -231,6 +231,17 @@ class StepClock:
         self.state["steps"][str(int(step))] = now_ms()
         write_json(self.path, self.state)
 
+    def last_ms(self) -> int | None:
+        """When the last logged step was logged (None before any)."""
+        return max(map(int, self.state["steps"].values()), default=None)
+
+    def end_ms(self, trained_now: bool) -> int:
+        """The run's end: now after an attempt that trained; after one that only found the final checkpoint
+        (a rerun of a finished leaf), the end of the attempt that trained last, so its duration is the
+        training's and not the time between the two attempts."""
+        last = None if trained_now else self.last_ms()
+        return now_ms() if last is None else last
+
     def at(self, step: int, default_ms: int) -> int:
         return int(self.state["steps"].get(str(int(step)), default_ms))
 
