@@ -13,31 +13,6 @@ ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
-def _uses_tiny_dag(item) -> bool:
-    return "tiny_dag" in getattr(item, "fixturenames", ())
-
-
-def pytest_collection_modifyitems(session, config, items):
-    """The tests of the shared tiny DAG go last (stable otherwise): the DAG starts in the background at
-    collection (below), and the unit tests run beside it instead of a worker waiting for it."""
-    items.sort(key=_uses_tiny_dag)
-
-
-def pytest_collection_finish(session):
-    if any(_uses_tiny_dag(item) for item in session.items):
-        from tests.papers.dag_runner import shared_dir, start_tiny_dag
-
-        start_tiny_dag(shared_dir(session.config._tmp_path_factory))
-
-
-def pytest_sessionfinish(session, exitstatus):
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        return  # a worker may finish before the DAG its peers wait for: the controller (or a lone session) stops it
-    from tests.papers.dag_runner import shared_dir, stop_tiny_dag
-
-    stop_tiny_dag(shared_dir(session.config._tmp_path_factory))
-
-
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT

@@ -1,22 +1,23 @@
 """The five papers' tiny DAG, run once per test session and shared by every paper's ``test_dag.py``.
 
 One Snakemake invocation builds every paper at tiny scale in a copy of the workflow (``copy_workflow``);
-each paper's tests assert on their own slice of it. It starts in the background as soon as a session has
-collected a DAG test (``start_tiny_dag``, from the root conftest's ``pytest_collection_finish``), and the DAG
-test files are ordered last, so the unit tests run beside the DAG instead of one worker waiting for it.
-Under pytest-xdist every worker collects, so the start is guarded by a file lock in a directory the workers
-share (the parent of each worker's base temp): the first worker to take it starts the run
-(``tests/papers/dag_runner.py``, which records how it ended), the others find it started; the fixture waits
-for that record (or reports the same failure, without running it again).
+each paper's tests assert on their own slice of it. Under pytest-xdist a session fixture runs once per
+worker, so the run is guarded by a file lock in a directory the workers share (the parent of each worker's
+base temp): the first worker to take the lock runs the DAG and records how it ended, the others wait and
+reuse the finished directory (or report the same failure, without running it again).
 
 Tests that only read the results, or run Snakemake where it has nothing to do, use ``tiny_dag`` directly
 (their Snakemake calls hold the lock, so no two run in the directory at once). A test that edits the
 config or re-runs jobs works on a copy of the finished directory (``tiny_dag.copy``), never on the shared one.
+
+Every figure a paper test draws in process passes the house style check (``figure_style``, autouse): the
+paper tests that call figure functions on hand-built inputs are the figure-style tests of those figures.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -31,10 +32,10 @@ from seqmix.config import artefacts as A
 from seqmix.config.leaves import expand_cells
 from seqmix.config.loading import load_paper
 from seqmix.report import plots
-from tests.conftest import snakemake_local
-from tests.papers.dag_runner import DAG_TIMEOUT, alive, files, shared_dir, start_tiny_dag
+from tests.conftest import copy_workflow, snakemake_local
 
 SCALE = "tiny"
+DAG_TIMEOUT = 2400  # the whole five-paper DAG: about 8 min on an idle 2-core box
 # the tests that take the DAG fixture: its first user pays the run (or the wait for another worker's run)
 DAG_TEST_TIMEOUT = DAG_TIMEOUT + 600
 
@@ -118,20 +119,30 @@ def assert_declared_outputs_exist(dag: TinyDag, paper: str) -> list[Path]:
     return outputs
 
 
+def _shared_dir(tmp_path_factory) -> Path:
+    """A directory every xdist worker of this run sees (the parent of the workers' base temps), or this
+    session's base temp when there are no workers (its parent is shared by every session of the user)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def tiny_dag(tmp_path_factory) -> TinyDag:
-    shared = shared_dir(tmp_path_factory)
-    work, lock, status, pid = files(shared)
-    start_tiny_dag(shared)  # a no-op when collection started it
-    deadline = time.monotonic() + DAG_TIMEOUT + 120
-    while not status.exists():
-        runner = int(pid.read_text())
-        if not alive(runner) and not status.exists():
-            log = (shared / "tiny-dag.runner.log").read_text()[-5000:]
-            pytest.fail(f"the tiny DAG's runner (pid {runner}) ended without recording how: {log}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"no record of the tiny DAG's end after {DAG_TIMEOUT + 120} s")
-        time.sleep(1)
-    ran = json.loads(status.read_text())
+    shared = _shared_dir(tmp_path_factory)
+    work, lock, status = shared / "tiny-dag", shared / "tiny-dag.lock", shared / "tiny-dag.status.json"
+    with FileLock(lock):
+        if not status.exists():
+            if work.exists():  # a run that was interrupted before it recorded how it ended
+                shutil.rmtree(work)
+            work.mkdir()
+            copy_workflow(work)
+            start = time.monotonic()
+            try:
+                r = snakemake_local(work, "--config", f"scale={SCALE}", timeout=DAG_TIMEOUT)
+                rc, log = r.returncode, r.stdout[-3000:] + r.stderr[-5000:]
+            except subprocess.TimeoutExpired as e:
+                rc, log = -1, f"the tiny DAG ran past {DAG_TIMEOUT} s: {str(e.stderr or '')[-5000:]}"
+            status.write_text(json.dumps({"returncode": rc, "log": log, "seconds": time.monotonic() - start}))
+        ran = json.loads(status.read_text())
     assert ran["returncode"] == 0, ran["log"]
     return TinyDag(dir=work, lock=lock, seconds=ran["seconds"])
