@@ -131,6 +131,8 @@ def test_a_training_run_logs_its_dataset_and_its_model(tmp_path, template_db):
     assert rec["dataset"]["digest"] == tb.dataset_record(cfg["task"], cfg["seed"], None)["digest"]
     tracking.ingest([buf], uri, results)
     _, _, (mlrun,) = _runs(uri)
+    note = mlrun.data.tags[tracking_store.NOTE_TAG]  # the run page's description (it read "No description")
+    assert note.startswith("train of heads / exp1") and "Task rotation_teacher" in note and "4 training steps" in note
     (inp,) = mlrun.inputs.dataset_inputs
     assert (inp.dataset.name, inp.dataset.digest) == (rec["dataset"]["name"], rec["dataset"]["digest"])
     assert json.loads(inp.dataset.source)["tags"]["origin"] == rec["dataset"]["origin"]

@@ -270,7 +270,25 @@ def _leaf_tags(run: dict, leaf: dict, rule: str) -> dict:
         seed=cfg["seed"],
         scale=run["scale"],
         config_hash=leaf["hash"],
+        **{tracking_store.NOTE_TAG: _leaf_description(run, leaf, rule)},
     )
+
+
+def _leaf_description(run: dict, leaf: dict, rule: str) -> str:
+    """The run page's description (MLflow's note): which stage of which leaf, on what task, model and mixer."""
+    cfg = leaf["config"]
+    model = cfg.get("model") or {}
+    mixer = (model.get("mixer") or {}).get("name")
+    steps = (cfg.get("train") or {}).get("steps")
+    parts = [
+        f"{rule} of {run['paper']} / {run['experiment']}: variant {cfg['variant']}, point {cfg['point']}, "
+        f"seed {cfg['seed']}, scale {run['scale']}.",
+        f"Task {(cfg.get('task') or {}).get('name', '-')}; model {model.get('name', '-')}"
+        + (f" with mixer {mixer}" if mixer else "")
+        + (f"; {steps} training steps." if steps else "."),
+        f"Leaf {leaf['id']} (config hash {leaf['hash']}).",
+    ]
+    return " ".join(parts)
 
 
 def _leaf_params(cfg: dict, run: dict) -> dict:
