@@ -46,3 +46,31 @@ def test_train_runs_are_nested_under_their_experiments_parent(tmp_path):
     for exp in ("e1", "e2"):
         assert tag("mlflow.parentRunId", f"{exp}/leaf") == ids[f"{exp}@tiny"]
         assert tag("seqmix.kind", f"{exp}@tiny") == "experiment"
+
+
+def test_an_experiments_parent_spans_its_runs(tmp_path):
+    """Guards: every parent run showed the claims step's replay time (about 1 s) as its duration."""
+    results = tmp_path / "results"
+    uri = f"sqlite:///{results / 'mlflow.db'}"
+    assert tracking.init_store(uri, ["toy"], results) is not None
+    paper_dir = results / "tiny" / "toy"
+    parent = tracking_buffer.experiment_key("toy", "tiny", "e1")
+    for i, (start, end) in enumerate([(1_000_000, 1_005_000), (1_002_000, 1_090_000)]):
+        rec = tracking_buffer.buffer_record(
+            key=f"h{i}.train",
+            experiment="toy",
+            run_name=f"e1/leaf{i}",
+            tags={"stage": "train"},
+            params={},
+            metrics={},
+            start_ms=start,
+            end_ms=end,
+            parent_key=parent,
+        )
+        tracking_buffer.write_buffer(paper_dir / "e1" / f"leaf{i}" / "tracking-train.jsonl", [rec])
+    spec = {"paper": "toy", "scale": "tiny", "results": str(results), "paper_dir": str(paper_dir)}
+    spec |= {"tracking": {"uri": uri}, "inputs": {"summaries": {"e1": str(paper_dir / "none")}}}
+    tracking.log_paper_artefacts(spec, [], {"rule": "claims"}, tracking_buffer.now_ms())
+    con = sqlite3.connect(results / "mlflow.db")
+    span = con.execute("select start_time, end_time from runs where name = 'e1@tiny'").fetchone()
+    assert span == (1_000_000, 1_090_000)

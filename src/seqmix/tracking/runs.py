@@ -185,6 +185,20 @@ def git_commit(where: str | Path | None = None) -> str | None:
     return sha if len(sha) == 40 else None
 
 
+def child_spans(buffers: Iterable[str | Path]) -> dict[str, dict[str, int]]:
+    """Per parent key, {start_ms, end_ms}: the earliest start and the latest end of the records naming it as
+    their parent (unreadable lines are skipped here; the ingest reports them)."""
+    spans: dict[str, dict[str, int]] = {}
+    for r in read_buffers(buffers)[0]:
+        key = r.get("parent_key")
+        if not key or r.get("start_ms") is None or r.get("end_ms") is None:
+            continue
+        span = spans.setdefault(key, {"start_ms": int(r["start_ms"]), "end_ms": int(r["end_ms"])})
+        span["start_ms"] = min(span["start_ms"], int(r["start_ms"]))
+        span["end_ms"] = max(span["end_ms"], int(r["end_ms"]))
+    return spans
+
+
 def log_paper_artefacts(
     spec: dict, files: list[str], tags: dict, start_ms: int, description: str | None = None
 ) -> dict[str, int] | None:
@@ -203,6 +217,8 @@ def log_paper_artefacts(
         end_ms=now_ms(),
         artifacts=relative_artifacts(files, spec["results"]),
     )
+    root = scale_root(spec["results"], spec["scale"])  # the buffers are the scale's; the store is shared
+    spans = child_spans(paper_buffers(root, spec["paper"]))
     parents = [  # one parent run per experiment, nesting its train runs (tracking.buffer.experiment_key)
         buffer_record(
             key=experiment_key(spec["paper"], spec["scale"], exp),
@@ -211,14 +227,13 @@ def log_paper_artefacts(
             tags={**tags, "seqmix.kind": "experiment", "seqmix.experiment": exp},
             params={"scale": spec["scale"], "experiment": exp},
             metrics={},
-            start_ms=start_ms,
-            end_ms=now_ms(),
+            # its duration is its runs' (the first start to the last end), not this step's
+            **spans.get(experiment_key(spec["paper"], spec["scale"], exp), {"start_ms": start_ms, "end_ms": now_ms()}),
             artifacts=relative_artifacts([s for s in [summary] if Path(s).exists()], spec["results"]),
         )
         for exp, summary in (spec.get("inputs", {}).get("summaries") or {}).items()
     ]
     buf = Path(spec["paper_dir"]) / "tracking-artefacts.jsonl"
     write_buffer(buf, [*parents, rec])
-    root = scale_root(spec["results"], spec["scale"])  # the buffers are the scale's; the store is shared
     notes = {spec["paper"]: description} if description else None
     return ingest(paper_buffers(root, spec["paper"]) + [buf], uri, spec["results"], notes)
