@@ -9,7 +9,6 @@ estimate. The configs are copies of the shipped ones, loaded the way the Snakefi
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -22,15 +21,6 @@ from seqmix.config.loading import load_all, load_paper
 from seqmix.config.overrides import apply_to_leaf
 
 GB = 1 << 30
-
-
-@pytest.fixture
-def tree(tmp_path, root):
-    (tmp_path / "config" / "papers").mkdir(parents=True)
-    shutil.copy(root / "config" / "config.yaml", tmp_path / "config" / "config.yaml")
-    for paper in (root / "config" / "papers").glob("*.yaml"):
-        shutil.copy(paper, tmp_path / "config" / "papers" / paper.name)
-    return tmp_path
 
 
 def _load(tree: Path, **globals_) -> dict:

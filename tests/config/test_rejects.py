@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import math
-import shutil
 from pathlib import Path
 
 import pytest
@@ -37,15 +36,6 @@ RATE = next(  # exp2-ssm-rate: the claim with check.relative_to
     for i, c in enumerate(yaml.safe_load((Path(__file__).resolve().parents[2] / P).read_text())["claims"])
     if c.get("id") == "exp2-ssm-rate"
 )
-
-
-@pytest.fixture
-def tree(tmp_path, root):
-    (tmp_path / "config" / "papers").mkdir(parents=True)
-    shutil.copy(root / "config" / "config.yaml", tmp_path / "config" / "config.yaml")
-    for paper in (root / "config" / "papers").glob("*.yaml"):
-        shutil.copy(paper, tmp_path / "config" / "papers" / paper.name)
-    return tmp_path
 
 
 def entry_point(tree: Path) -> dict:

@@ -8,7 +8,6 @@ at every scale and that Snakemake stops with the same message before any job.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,16 +21,6 @@ from seqmix.config.loading import SCALES, discover_papers, load_all
 
 CONFIG = "config.yaml"
 PAPER = "heads.yaml"
-
-
-@pytest.fixture
-def tree(tmp_path, root):
-    """tmp_path/config/config.yaml and tmp_path/config/papers/heads.yaml copied from the repo."""
-    (tmp_path / "config" / "papers").mkdir(parents=True)
-    shutil.copy(root / "config" / "config.yaml", tmp_path / "config" / "config.yaml")
-    for paper in (root / "config" / "papers").glob("*.yaml"):  # config.yaml lists every paper; heads.yaml is mutated
-        shutil.copy(paper, tmp_path / "config" / "papers" / paper.name)
-    return tmp_path
 
 
 def config_path(tree: Path) -> Path:
