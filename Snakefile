@@ -26,7 +26,7 @@ except ConfigError as e:
 configfile: "config/config.yaml"
 
 
-# report.html's front page: what the workflow does, the cross-paper matrix first, then each paper
+# report.html's front page: what the workflow does, the files config front_page names, then each paper
 report: "workflow/report/workflow.rst"
 
 
