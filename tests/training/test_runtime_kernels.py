@@ -49,7 +49,12 @@ def test_op_without_kernel_runs_the_reference_and_refuses_a_triton_request(tmp_p
 
 
 def test_a_kernel_that_imports_is_registered_and_chosen_for_cuda_only(tmp_path):
-    op = Op("double", make_package(tmp_path, "goodkernel", "def double(x):\n    return x * 2\n"), reference)
+    op = Op(
+        "double",
+        make_package(tmp_path, "goodkernel", "def double(x):\n    return x * 2\n"),
+        reference,
+        speedups={"triton": 2.0},
+    )
     assert set(op.backends) == {"reference", "triton"} and op.kernel_error is None
     assert op.backend_on("cuda") == "triton" and op.backend_on(torch.device("cuda", 1)) == "triton"
     assert op.backend_on("cpu") == "reference"
@@ -72,22 +77,76 @@ def test_a_kernel_measured_slower_runs_only_when_asked_for(tmp_path):
         "double",
         make_package(tmp_path, "slowkernel", "def double(x):\n    return x * 2\n"),
         reference,
-        auto_kernel=False,
+        speedups={"triton": 0.5},
     )
     assert "triton" in op.backends and op.backend_on("cuda") == "reference"
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the reference by design on CUDA: no fallback warning
         assert op.backend_for(_OnCuda()) == "reference"
     assert op.backend_for(_OnCuda(), "triton") == "triton"
-    fast = Op("double", make_package(tmp_path, "fastkernel", "def double(x):\n    return x * 2\n"), reference)
+    fast = Op(
+        "double",
+        make_package(tmp_path, "fastkernel", "def double(x):\n    return x * 2\n"),
+        reference,
+        speedups={"triton": 2.0},
+    )
     assert fast.backend_for(_OnCuda()) == "triton"
+    unmeasured = Op("double", make_package(tmp_path, "newkernel", "def double(x):\n    return x * 2\n"), reference)
+    assert unmeasured.backend_on("cuda") == "reference"  # never measured: never automatic
 
 
-def test_the_kernels_slower_than_their_references_on_an_h200_are_not_automatic():
-    from seqmix.ops import feedback_solve, rotation_attention, selective_scan, ssd
+def test_the_fastest_measured_backend_above_1x_is_automatic_on_cuda(tmp_path, monkeypatch):
+    """Guards issue 28: the measured table, not a hand flag, turns a fast backend on; in deterministic mode a
+    backend declared nondeterministic is skipped for the next fastest."""
 
-    assert not rotation_attention.OP.auto_kernel and not ssd.OP.auto_kernel
-    assert feedback_solve.OP.auto_kernel and selective_scan.OP.auto_kernel
+    def fused(x):
+        return x * 3
+
+    kernel = "def double(x):\n    return x * 2\n"
+    both = Op(
+        "double", make_package(tmp_path, "both", kernel), reference, fused=fused, speedups={"triton": 1.5, "fused": 4.0}
+    )
+    assert both.backend_on("cuda") == "fused" and both.backend_on("cpu") == "reference"
+    assert torch.equal(both(torch.zeros(2), "fused", torch.ones(2)), torch.full((2,), 3.0))  # runs on CPU on request
+    slow = Op(
+        "double", make_package(tmp_path, "slow", kernel), reference, fused=fused, speedups={"triton": 0.9, "fused": 1.0}
+    )
+    assert slow.backend_on("cuda") == "reference"  # 1.0x is not a win
+    noisy = Op(
+        "double", make_package(tmp_path, "noisy", kernel), reference, fused=fused,
+        nondeterministic={"fused"}, speedups={"triton": 1.5, "fused": 4.0},
+    )  # fmt: skip
+    monkeypatch.setenv("SEQMIX_DETERMINISTIC", "1")
+    assert noisy.backend_on("cuda") == "triton" and both.backend_on("cuda") == "fused"
+    monkeypatch.delenv("SEQMIX_DETERMINISTIC")
+    assert noisy.backend_on("cuda") == "fused"
+    with pytest.raises(ValueError, match="no 'fused' backend"):
+        Op("double", make_package(tmp_path, "plain", None), reference).backend_for(torch.zeros(1), "fused")
+
+
+def test_the_speed_table_reads_the_card_in_use_or_the_first_card_listed():
+    from seqmix.ops import speed_table
+
+    cards = {"Card A": {"ops": {"ssd": {"fused": 2.0}}}, "Card B": {"ops": {"ssd": {"fused": 0.5, "triton": 1.2}}}}
+    assert speed_table.speedups("ssd", "Card B", cards) == {"fused": 0.5, "triton": 1.2}
+    assert speed_table.speedups("ssd", "Card Z", cards) == {"fused": 2.0} == speed_table.speedups("ssd", None, cards)
+    assert speed_table.speedups("selective_scan", "Card A", cards) == {}
+    assert speed_table.card_name("cpu") is None
+
+
+def test_the_shipped_speed_table_names_real_ops_and_backends():
+    from seqmix.ops import feedback_solve, rotation_attention, selective_scan, speed_table, ssd
+
+    ops = {m.OP.name: m.OP for m in (feedback_solve, rotation_attention, selective_scan, ssd)}
+    cards = speed_table.load()
+    assert cards, "ops/speed_table.json is missing or empty"
+    for card, entry in cards.items():
+        assert entry.get("date") and entry.get("source"), card
+        for name, figures in entry["ops"].items():
+            assert name in ops, f"{card}: unknown op {name}"
+            declared = set(ops[name].backends) | ({"triton"} if ops[name].kernel_declared else set())
+            assert set(figures) <= declared, f"{card}: {name} has no backend among {sorted(set(figures) - declared)}"
+            assert all(x > 0 for x in figures.values())
 
 
 def test_a_lean_backend_is_the_cpu_default_and_the_kernel_fallback_on_cpu(tmp_path):
@@ -97,7 +156,13 @@ def test_a_lean_backend_is_the_cpu_default_and_the_kernel_fallback_on_cpu(tmp_pa
     def lean(x):
         return x + 2
 
-    op = Op("double", make_package(tmp_path, "leankernel", "def double(x):\n    return x * 2\n"), reference, lean=lean)
+    op = Op(
+        "double",
+        make_package(tmp_path, "leankernel", "def double(x):\n    return x * 2\n"),
+        reference,
+        lean=lean,
+        speedups={"triton": 3.0},
+    )
     assert set(op.backends) == {"reference", "lean", "triton"}
     x = torch.zeros(2)
     assert op.backend_on("cpu") == "lean" and op.backend_on("cuda") == "triton"
@@ -135,7 +200,12 @@ def test_a_kernel_that_fails_to_import_warns_or_raises_when_strict(tmp_path, mon
 def test_mixer_backend_follows_its_device_and_ops(tmp_path, monkeypatch):
     from seqmix.mixers.ssm import S4D, S6
 
-    op = Op("double", make_package(tmp_path, "mixkernel", "def double(x):\n    return x * 2\n"), reference)
+    op = Op(
+        "double",
+        make_package(tmp_path, "mixkernel", "def double(x):\n    return x * 2\n"),
+        reference,
+        speedups={"triton": 2.0},
+    )
 
     class Unit(torch.nn.Linear):
         backend = BackendOf(op)

@@ -88,7 +88,7 @@ class SessaMixer(nn.Module):
         where it runs (CUDA); elsewhere rotate + SDPA, as always."""
         Bsz, T, D = a.shape
         q, k, v = self.qkv(a).view(Bsz, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        if ra_ops.OP.backend_on(a.device) == "triton":
+        if ra_ops.OP.backend_on(a.device) in ("fused", "triton"):
             o = ra_ops.rotation_attention(q, k, v, ra_ops.rope_steps(T, self.omega), layout="interleaved")
             return self.out_proj(o.transpose(1, 2).reshape(Bsz, T, D))
         q, k = self._rope_qk(q, k, T, a.dtype)

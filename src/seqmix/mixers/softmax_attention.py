@@ -220,10 +220,10 @@ class SoftmaxAttention(nn.Module):
         return torch.softmax(logits, dim=-1)
 
     def uses_kernel(self, device: torch.device) -> bool:
-        """Whether forward on ``device`` runs the rotation-attention kernel: the op's automatic choice there is
-        its Triton kernel (CUDA, kernel registered) and the head dim is even (the kernel pairs columns; an odd
-        last column of a nope/alibi head has no partner, so those keep the torch path)."""
-        return self.head_dim % 2 == 0 and ra_ops.OP.backend_on(device) == "triton"
+        """Whether forward on ``device`` goes through the rotation-attention op: its automatic choice there is a
+        fast backend (fused or Triton, by the measured table on CUDA) and the head dim is even (rotations pair
+        columns; an odd last column of a nope/alibi head has no partner, so those keep the torch path)."""
+        return self.head_dim % 2 == 0 and ra_ops.OP.backend_on(device) in ("fused", "triton")
 
     def forward(self, x: torch.Tensor, tokens: torch.Tensor | None = None) -> torch.Tensor:
         """x: (B, T, d_model) -> (B, T, d_model), causal. ``tokens`` (B, T): only for learned per-token angles."""

@@ -39,8 +39,8 @@ _CONFIGS = tuned(
 )
 
 
-@triton.autotune(configs=_CONFIGS, key=["T", "D", "ACC_64"])
-@triton.jit
+@triton.autotune(configs=_CONFIGS, key=["D", "ACC_64"])
+@triton.jit(do_not_specialize=["T", "sf_b", "sg_b", "sa_b", "sa_t", "ss_b"])
 def _solve_kernel(
     f_ptr, g_ptr, a_ptr, s_ptr, T, D,
     sf_b, sf_t, sf_d, sg_b, sg_t, sa_b, sa_t, sa_j, ss_b, ss_t, ss_d,
@@ -78,8 +78,8 @@ def _solve_kernel(
         tl.debug_barrier()  # the next tiles read these rows back, from other threads of this program
 
 
-@triton.autotune(configs=_CONFIGS, key=["T", "D", "ACC_64"])
-@triton.jit
+@triton.autotune(configs=_CONFIGS, key=["D", "ACC_64"])
+@triton.jit(do_not_specialize=["T", "sgs_b", "sg_b", "sa_b", "sa_t", "sx_b"])
 def _transposed_solve_kernel(
     gs_ptr, g_ptr, a_ptr, x_ptr, T, D,
     sgs_b, sgs_t, sgs_d, sg_b, sg_t, sa_b, sa_t, sa_j, sx_b, sx_t, sx_d,
@@ -124,8 +124,8 @@ def _transposed_solve_kernel(
         tl.debug_barrier()
 
 
-@triton.autotune(configs=_CONFIGS, key=["T", "D", "ACC_64"])
-@triton.jit
+@triton.autotune(configs=_CONFIGS, key=["D", "ACC_64"])
+@triton.jit(do_not_specialize=["T", "sx_b", "ss_b", "sg_b", "sa_b", "sa_t", "sda_b", "sda_t"])
 def _routing_grad_kernel(
     x_ptr, s_ptr, g_ptr, a_ptr, da_ptr, dg_ptr, T, D,
     sx_b, sx_t, sx_d, ss_b, ss_t, ss_d, sg_b, sg_t, sa_b, sa_t, sa_j, sda_b, sda_t, sda_j,

@@ -6,9 +6,8 @@ from __future__ import annotations
 from ..dispatch import Op
 from . import reference
 
-# Not chosen automatically on CUDA: on an H200 (2026-11-26, benchmarks/RESULTS.md) the kernel passed parity but
-# ran forward + backward at 0.38-0.40x the speed of this reference; backend="triton" still runs it.
-OP = Op("rotation_attention", __name__, reference.rotation_attention, auto_kernel=False)
+# Which backend runs on CUDA is read from ops/speed_table.json (the measured speedups; see dispatch.py).
+OP = Op("rotation_attention", __name__, reference.rotation_attention)
 BACKENDS = OP.backends
 backend_for = OP.backend_for
 rope_steps = reference.rope_steps

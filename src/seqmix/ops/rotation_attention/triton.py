@@ -65,8 +65,8 @@ def _dot(a, b, PREC: tl.constexpr, acc_t: tl.constexpr, UPCAST: tl.constexpr):
     return tl.dot(a, b, input_precision=PREC, out_dtype=acc_t)
 
 
-@triton.autotune(configs=_CONFIGS, key=["T", "HALF", "ACC_64"])
-@triton.jit
+@triton.autotune(configs=_CONFIGS, key=["HALF", "ACC_64"])
+@triton.jit(do_not_specialize=["T", "s_b", "s_h", "sth_b", "sth_h", "sthv_b", "sthv_h"])
 def _forward_kernel(
     q_ptr, k_ptr, v_ptr, th_ptr, thv_ptr, m_ptr, o_ptr, lse_ptr, T, H, HALF, scale,
     s_b, s_h, s_t, s_d, sth_b, sth_h, sth_t, sth_j, sthv_b, sthv_h, sthv_t, sthv_j,

@@ -55,7 +55,7 @@ def _tile(pid, p, n, NBLK, BD: tl.constexpr, BN: tl.constexpr):
     return g, ch, cmask, nn, nmask, ch[:, None] * n + nn[None, :], cmask[:, None] & nmask[None, :]
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["L", "CH", "n_chunks"])
 def _forward_kernel(
     u_ptr, dt_ptr, ar_ptr, ai_ptr, br_ptr, bi_ptr, cr_ptr, ci_ptr, biasr_ptr, biasi_ptr, x0r_ptr, x0i_ptr,
     y_ptr, sr_ptr, si_ptr, fr_ptr, fi_ptr, L, d, n, p, G, NBLK, CH, n_chunks,
@@ -114,7 +114,7 @@ def _recompute_chunk(u_ptr, dt_ptr, br_ptr, bi_ptr, xr_ptr, xi_ptr, scr, xr, xi,
         tl.store(xi_ptr + scr + (k + 1) * n, xi, mask=m2)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["L", "CH", "n_chunks"])
 def _backward_kernel(
     u_ptr, dt_ptr, ar_ptr, ai_ptr, br_ptr, bi_ptr, cr_ptr, ci_ptr, biasr_ptr, biasi_ptr, gy_ptr, gfr_ptr, gfi_ptr,
     sr_ptr, si_ptr, xr_ptr, xi_ptr, gu_ptr, gdt_ptr, gbr_ptr, gbi_ptr, gcr_ptr, gci_ptr, gar_ptr, gai_ptr,
@@ -190,18 +190,28 @@ def _backward_kernel(
     tl.store(gx0i_ptr + out, li, mask=m2)
 
 
-def _block(p: int) -> int:
-    """Channels per program: the group's p rounded up to a power of two, at most 32 (registers hold
-    ~25 (BD, n) tiles)."""
-    return min(next_pow2(p), 32)
+# (channels per program BD, warps per program) for every launch; None: the rule in ``_launch``. Only
+# benchmarks/kernels.py sets it, to time the alternatives on a card.
+LAUNCH: tuple[int, int] | None = None
+
+
+def _launch(p: int, n: int) -> tuple[int, int]:
+    """(BD, num_warps): the group's p rounded up to a power of two, at most 32 channels per program, and one
+    (channel, state) element per thread. The step loop is latency-bound (each step waits on the previous
+    state), so what hides latency is threads in flight: 4 warps for a 32 x 16 tile left 4 elements per
+    thread and about 19% occupancy on an H200 (2026-11-26)."""
+    if LAUNCH is not None:
+        return LAUNCH
+    BD = min(next_pow2(p), 32)
+    return BD, max(1, min(16, BD * next_pow2(n) // 32))
 
 
 def _sizes(u, B, chunk):
     Nb, L, d = u.shape
     G, n = B.shape[2], B.shape[3]
     p = d // G
-    BD = _block(p)
-    return Nb, L, d, G, n, p, -(-p // BD), chunk, -(-L // chunk), BD
+    BD, warps = _launch(p, n)
+    return Nb, L, d, G, n, p, -(-p // BD), chunk, -(-L // chunk), BD, warps
 
 
 class _Scan(torch.autograd.Function):
@@ -212,11 +222,12 @@ class _Scan(torch.autograd.Function):
     @staticmethod
     def forward(ctx, u, delta, ar, ai, br, bi, cr, ci, bias_r, bias_i, x0r, x0i, zoh, cplx_in, chunk):
         ins = [t.contiguous() for t in (u, delta, ar, ai, br, bi, cr, ci, bias_r, bias_i, x0r, x0i)]
-        Nb, L, d, G, n, p, NBLK, CH, n_chunks, BD = _sizes(u, br, chunk)
+        Nb, L, d, G, n, p, NBLK, CH, n_chunks, BD, warps = _sizes(u, br, chunk)
         acc = torch.float64 if u.dtype == torch.float64 else torch.float32
         new = lambda *shape: torch.empty(shape, dtype=acc, device=u.device)
         states, y, last = new(2, Nb, n_chunks, d, n), new(Nb, L, d), new(2, Nb, d, n)  # states entering chunks
         meta = dict(ZOH=zoh, CPLX_IN=cplx_in, ACC_64=acc == torch.float64, SMALL=SMALL_Z2, BD=BD, BN=next_pow2(n))
+        meta["num_warps"] = warps
         _forward_kernel[(Nb, G * NBLK)](
             *ins, y, states[0], states[1], last[0], last[1], L, d, n, p, G, NBLK, CH, n_chunks, **meta
         )  # fmt: skip

@@ -5,9 +5,8 @@ from __future__ import annotations
 from ..dispatch import Op
 from . import reference
 
-# Not chosen automatically on CUDA: on an H200 (2026-11-26, benchmarks/RESULTS.md) the kernel passed parity but
-# ran forward + backward at 0.47x the speed of the chunked reference; backend="triton" still runs it.
-OP = Op("ssd", __name__, reference.ssd_chunked, auto_kernel=False)
+# Which backend runs on CUDA is read from ops/speed_table.json (the measured speedups; see dispatch.py).
+OP = Op("ssd", __name__, reference.ssd_chunked)
 BACKENDS = OP.backends
 backend_for = OP.backend_for
 ssd_recurrent = reference.ssd_recurrent

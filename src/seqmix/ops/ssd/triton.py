@@ -65,7 +65,7 @@ def _step_inputs(x_ptr, dt_ptr, a_ptr, b_ptr, c_ptr, b, t, h, g, pp, pmask, nn, 
     return xx, dt, A, Bt, Ct
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["Lp", "CH", "n_chunks"])
 def _forward_kernel(
     x_ptr, dt_ptr, a_ptr, b_ptr, c_ptr, h0_ptr, y_ptr, st_ptr, last_ptr, Lp, H, G, P, N, NBLK, CH, n_chunks,
     ACC_64: tl.constexpr, BP: tl.constexpr, BN: tl.constexpr,
@@ -100,7 +100,7 @@ def _recompute_chunk(x_ptr, dt_ptr, a_ptr, b_ptr, c_ptr, scr_ptr, scr, s, b, c, 
         tl.store(scr_ptr + scr + (k + 1) * N, s, mask=m2)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["Lp", "CH", "n_chunks"])
 def _backward_kernel(
     x_ptr, dt_ptr, a_ptr, b_ptr, c_ptr, gy_ptr, glast_ptr, st_ptr, scr_ptr,
     gx_ptr, gdt_ptr, ga_ptr, gb_ptr, gc_ptr, gh0_ptr, Lp, H, G, P, N, NBLK, CH, n_chunks,
