@@ -16,13 +16,18 @@ import torch
 from ..checks import Signature, cast, positive_int
 
 
-def _checked(op: str, f, gamma, alpha) -> list[torch.Tensor]:
-    """f, gamma, alpha checked against their shapes, in their common dtype promoted to at least float32."""
+def _common_dtype(op: str, f, gamma, alpha) -> torch.dtype:
+    """f (Nb, T, D), gamma (Nb, T), alpha (Nb, T, T) checked (types, shapes, one device); their common dtype."""
     sig = Signature(op)
     sig.tensor("f", f, "Nb T D")
     sig.tensor("gamma", gamma, "Nb T")
     sig.tensor("alpha", alpha, "Nb T T")
-    dtype = torch.promote_types(sig.common_dtype(), torch.float32)
+    return sig.common_dtype()
+
+
+def _checked(op: str, f, gamma, alpha) -> list[torch.Tensor]:
+    """f, gamma, alpha checked against their shapes, in their common dtype promoted to at least float32."""
+    dtype = torch.promote_types(_common_dtype(op, f, gamma, alpha), torch.float32)
     return [cast(t, dtype) for t in (f, gamma, alpha)]
 
 
