@@ -4,9 +4,10 @@ saved for backward (what the Sessa mixer calls): see saved_once.py."""
 from __future__ import annotations
 
 from ..dispatch import Op
-from . import reference, saved_once
+from . import fused, reference, saved_once
 
-OP = Op("feedback_solve", __name__, reference.feedback_solve_dense)
+# Which backend runs on CUDA is read from ops/speed_table.json (the measured speedups; see dispatch.py).
+OP = Op("feedback_solve", __name__, reference.feedback_solve_dense, fused=fused.feedback_solve)
 BACKENDS = OP.backends
 backend_for = OP.backend_for
 routing_matrix = reference.routing_matrix

@@ -54,7 +54,9 @@ from .blocks import LEAF, leaf_plan, routing_grads, unit_lower_inverse, work_dty
 from .fused_sweep import SWEEP_BLOCK, sweep
 from .reference import _common_dtype
 
-METHOD = "inverse"
+# the sweep: on an H200 in bf16 it beat the inverse at T = 2048 (1.77 vs 1.86 ms) and T = 4096 (2.71 vs
+# 4.56 ms) and saves nothing T x T beside alpha (helper measurement, 2026-11-27; benchmarks/RESULTS.md)
+METHOD = "sweep"
 METHODS = ("inverse", "sweep")
 __all__ = ["LEAF", "METHOD", "METHODS", "SWEEP_BLOCK", "feedback_solve"]
 
