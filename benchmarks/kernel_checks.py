@@ -7,6 +7,7 @@ import importlib
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from fwd_bwd import fwd_bwd_seconds as _time
 from fwd_bwd import ms as _ms
@@ -16,8 +17,12 @@ SECTIONS = ("attention_vs_sdpa", "scan_launch", "compilations", "determinism")
 
 
 def run(section: str, names, passed, reps, lines, flush) -> None:
-    {"attention_vs_sdpa": attention_vs_sdpa, "scan_launch": scan_launch, "compilations": compilations,
-     "determinism": determinism}[section](names, passed, reps, lines)  # fmt: skip
+    checks = {"attention_vs_sdpa": attention_vs_sdpa, "scan_launch": scan_launch, "compilations": compilations,
+              "determinism": determinism}  # fmt: skip
+    try:
+        checks[section](names, passed, reps, lines)
+    except Exception as e:  # one broken section must not cost the others (one GPU run has to hold all)
+        lines += ["", f"Section {section} failed: {type(e).__name__}: {str(e)[:300]}"]
     flush(lines)
 
 
@@ -30,7 +35,7 @@ def attention_vs_sdpa(names, passed, reps, lines) -> None:
 
     lines += ["", "Rotation attention variants (automatic CUDA backend) vs torch flash SDPA, bf16, fwd+bwd:", ""]
     lines += ["| shape | variant | backend | time | flash SDPA | SDPA / variant |", "|---|---|---|---|---|---|"]
-    backend = ra.OP.backend_on("cuda")
+    backend = "fused" if "fused" in ra.OP.backends else ra.OP.backend_on("cuda")
     for Nb, T in ((4, 4096), (1, 16384)):
         H, d = 8, 96
         q, k, v, psi = OPS["rotation_attention"]["inputs"]((Nb, H, T, d), torch.bfloat16, "cuda")
@@ -44,7 +49,7 @@ def attention_vs_sdpa(names, passed, reps, lines) -> None:
             "ALiBi": (None, None, slopes),
             "SO(2) q/k/v + ALiBi": (psi, psi, slopes),
         }
-        with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.FLASH_ATTENTION):
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
             t_flash = _time(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True), [q, k, v], reps)
         for label, (p, pv, m) in variants.items():
 
@@ -66,7 +71,7 @@ def scan_launch(names, passed, reps, lines) -> None:
     lines += ["", f"Selective scan launch shapes at {shape}, bf16, fwd+bwd:", ""]
     lines += ["| channels per program | warps | time |", "|---|---|---|"]
     default = kernel._launch(shape[2] // shape[4], shape[3])
-    for launch in ((32, 4), (32, 16), (16, 8), (8, 4), (8, 2), (4, 2)):
+    for launch in ((32, 4), (32, 16), (8, 4)):
         kernel.LAUNCH = launch
         t = _time(fn, inputs, reps)
         mark = " (default)" if launch == default else ""
@@ -116,8 +121,7 @@ def compilations(names, passed, reps, lines) -> None:
                     _time(fn, OPS[name]["inputs"](shape, torch.bfloat16, "cuda"), 1)
             finally:
                 restore()
-            lengths = ", ".join(str(s[-3] if name == "ssd" else s[2] if name == "rotation_attention" else s[1])
-                                for s in shapes)  # fmt: skip
+            lengths = ", ".join(str(s[2] if name == "rotation_attention" else s[1]) for s in shapes)
             new_graphs = counters["stats"]["unique_graphs"] - graphs
             lines.append(f"| {name} | {backend} | {lengths} | {count[0]} | {new_graphs} |")
 
@@ -153,7 +157,7 @@ def determinism(names, passed, reps, lines) -> None:
         for on in (False, True):
             dispatch.set_deterministic(on)
             b = op.backend_on("cuda")
-            figures.append((b, _time(backends(name)[b], inputs, reps)))
+            figures.append((b, _time(OPS[name]["call"](op.backends[b]), inputs, reps)))
         dispatch.set_deterministic(None)
         (b0, t0), (b1, t1) = figures
         lines.append(f"| {name} | {b0} | {_ms(t0)} | {b1} | {_ms(t1)} | {t1 / t0:.2f}x |")
