@@ -3,7 +3,8 @@ an ALiBi path by query blocks on CPU) against the reference evaluated in float64
 and the gradients of q, k, v, psi and psi_v, by relative RMSE ||a - b|| / ||b|| (float64 <= 1e-10, float32
 <= 1e-5, bfloat16 <= 2e-2), for NoPE, RoPE, random steps on q/k and q/k/v, ALiBi alone and with rotations;
 plus a token loop with explicit transport matrices, the reference's argument checks, dtype rule and T = 0,
-and a probe that a long sequence never forms a T x T tensor. CPU only: the CUDA paths are checked on a GPU."""
+a probe that a long sequence never forms a T x T tensor, and the CUDA ALiBi route's padding, block mask and
+score_mod run through eager flex_attention (forward only: compiled flex itself is checked on a GPU)."""
 
 from __future__ import annotations
 
@@ -184,3 +185,33 @@ def test_long_sequences_never_form_a_t_by_t_tensor():
     T = 2048
     assert _largest_tensor(reference.rotation_attention, T) >= T * T  # the probe sees the reference's logits
     assert _largest_tensor(fused.rotation_attention, T) <= T * T // 8
+
+
+@pytest.mark.parametrize("T", [128, 384, 1024])
+def test_causal_block_mask_from_block_lists_equals_create_block_mask(T):
+    """The CUDA ALiBi path's BlockMask, built from block lists without a T x T evaluation, lists the same
+    partial and full blocks (both directions: the backward reads the q-side lists) as create_block_mask."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    got = fused._causal_block_mask(T, torch.device("cpu"))
+    want = create_block_mask(fused._causal, None, None, T, T, device="cpu")
+    assert got.shape == want.shape and got.BLOCK_SIZE == want.BLOCK_SIZE
+    for side in ("kv", "full_kv", "q", "full_q"):
+        counts, indices = getattr(want, f"{side}_num_blocks"), getattr(want, f"{side}_indices")
+        assert torch.equal(getattr(got, f"{side}_num_blocks").long(), counts.long()), side
+        mine = getattr(got, f"{side}_indices")[0, 0].long()
+        for row, count in enumerate(counts[0, 0].tolist()):  # entries past the count are never read
+            assert torch.equal(mine[row, :count], indices[0, 0, row, :count].long()), (side, row)
+
+
+@pytest.mark.filterwarnings("ignore:flex_attention called without torch.compile")  # eager on purpose here
+@pytest.mark.parametrize("T", [1, 17, 300])
+def test_cuda_alibi_route_padding_mask_and_score_mod_on_cpu(T):
+    """The CUDA ALiBi route (zero padding to whole blocks, the block-list mask, the score_mod) run with eager
+    flex_attention on CPU, forward only (CPU flex has no backward), against the reference in float32."""
+    gen = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(2, 3, T, 16, generator=gen) for _ in range(3))
+    slopes = torch.tensor([0.5, 0.25, 0.0625])
+    got = fused._padded_flex(fused._alibi_flex, q, k, v, slopes, 0.3)
+    want = reference.rotation_attention(q.double(), k.double(), v.double(), slopes=slopes, scale=0.3)
+    assert got.shape == (2, 3, T, 16) and rel_err(got, want) <= TOL[F32]
