@@ -1,5 +1,6 @@
 """The backward of rotation attention by recomputation in query blocks, pure torch (what the Triton
-forward's autograd Function calls): no T x T matrix, at most (block x T) logits per (batch, head).
+forward's autograd Function and the fused backend's CPU ALiBi path call): no T x T matrix, at most
+(block x T) logits per (batch, head).
 
 Given the rotated q, k, v (qr, kr, vr), the un-rotated-back output o~ and its gradient do~, and the
 forward's log-sum-exp per row (lse), for each block of query rows I:
