@@ -4,10 +4,18 @@ the flash-style kernel is triton.py."""
 from __future__ import annotations
 
 from ..dispatch import Op
-from . import reference
+from . import fused, reference
 
 # Which backend runs on CUDA is read from ops/speed_table.json (the measured speedups; see dispatch.py).
-OP = Op("rotation_attention", __name__, reference.rotation_attention)
+# fused: torch's flash SDPA / FlexAttention, whose backward accumulates with atomics (declared nondeterministic:
+# deterministic mode skips it; benchmarks/kernels.py checks bitwise repeatability on the card)
+OP = Op(
+    "rotation_attention",
+    __name__,
+    reference.rotation_attention,
+    fused=fused.rotation_attention,
+    nondeterministic={"fused"},
+)
 BACKENDS = OP.backends
 backend_for = OP.backend_for
 rope_steps = reference.rope_steps
