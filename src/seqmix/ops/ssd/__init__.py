@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ..dispatch import Op
-from . import reference
+from . import fused, reference
 
 # Which backend runs on CUDA is read from ops/speed_table.json (the measured speedups; see dispatch.py).
-OP = Op("ssd", __name__, reference.ssd_chunked)
+OP = Op("ssd", __name__, reference.ssd_chunked, fused=fused.ssd)
 BACKENDS = OP.backends
 backend_for = OP.backend_for
 ssd_recurrent = reference.ssd_recurrent
