@@ -129,7 +129,7 @@ OPS = {
         "inputs": attention_inputs,
         "call": attention_call,
         "cost": attention_cost,
-        "parity": [((2, 2, 37, 8), torch.float32), ((1, 2, 20, 8), torch.bfloat16)],
+        "parity": [((2, 2, 37, 16), torch.float32), ((1, 2, 20, 16), torch.bfloat16)],
         "gpu": [(4, 8, 4096, 96), (1, 8, 16384, 96)],  # rotations: 8 heads of 96; evaluation lengths
         "cpu": [(2, 8, 512, 96)],
         "lengths": [(1, 2, T, 64) for T in (64, 100, 257, 1000, 2049)],

@@ -231,3 +231,20 @@ def test_mixer_backend_follows_its_device_and_ops(tmp_path, monkeypatch):
     before = s6.backend
     s6(torch.randn(1, 3, 4))
     assert s6.backend == before == "lean"  # a property, not state that forward sets
+
+
+def test_deterministic_mode_switches_torch_on_and_leaves_a_users_setting_alone(monkeypatch):
+    monkeypatch.delenv("SEQMIX_DETERMINISTIC", raising=False)
+    assert not torch.are_deterministic_algorithms_enabled()
+    dispatch.set_deterministic(True)
+    try:
+        assert dispatch.deterministic() and torch.are_deterministic_algorithms_enabled()
+    finally:
+        dispatch.set_deterministic(None)
+    assert not dispatch.deterministic() and not torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)  # the user's own choice: set_deterministic(None) keeps it
+    try:
+        dispatch.set_deterministic(None)
+        assert torch.are_deterministic_algorithms_enabled()
+    finally:
+        torch.use_deterministic_algorithms(False)

@@ -149,7 +149,9 @@ def _compiled_alibi_flex():
 def _alibi_core(q, k, v, slopes, scale: float):
     """Causal attention with the ALiBi bias: flex on CUDA, the blocked path elsewhere (and for float64,
     which Inductor's flex template does not compile)."""
-    if q.device.type != "cuda" or q.dtype == torch.float64:
+    # FlexAttention's compiled kernel refuses head widths below 16 (seen on an H200, 2026-11-27: d = 8 failed to
+    # compile); those take the blocked path too
+    if q.device.type != "cuda" or q.dtype == torch.float64 or q.shape[-1] < 16:
         return _BlockedAlibi.apply(q, k, v, slopes, scale)
     return _padded_flex(_compiled_alibi_flex(), q, k, v, slopes, scale)
 

@@ -19,9 +19,11 @@ runs the same arithmetic with im = 0, real B/C/B_bias skip their imaginary loads
 Accumulation is float32 (float64 for float64 inputs); inputs are read in their (common) dtype. L = 0 runs
 the reference (nothing to scan).
 
-Status: checked in Triton's CPU interpreter only (tests/ops/test_triton_scan.py), never compiled or timed on
-a GPU. Known cost on a GPU: the backward's recomputed states go through global memory (the scratch, chunk + 1
-states per program, written and read once per step), and the B/C gradient partials are (Nb, L, G, blocks, n).
+Status: parity in Triton's CPU interpreter (tests/ops/test_triton_scan.py) and natively on an H200
+(benchmarks/kernels_results_h200_2026-11-27.md), where it runs 15-25x the token-loop reference but at 4-6% of the op's
+roofline (its transcendental time). Known costs: the backward's recomputed states go through global memory
+(the scratch, chunk + 1 states per program, written and read once per step), and the B/C gradient partials
+are (Nb, L, G, blocks, n).
 """
 
 from __future__ import annotations
@@ -196,14 +198,15 @@ LAUNCH: tuple[int, int] | None = None
 
 
 def _launch(p: int, n: int) -> tuple[int, int]:
-    """(BD, num_warps): the group's p rounded up to a power of two, at most 32 channels per program, and one
-    (channel, state) element per thread. The step loop is latency-bound (each step waits on the previous
-    state), so what hides latency is threads in flight: 4 warps for a 32 x 16 tile left 4 elements per
-    thread and about 19% occupancy on an H200 (2026-11-26)."""
+    """(BD, num_warps): the group's p rounded up to a power of two, at most 32 channels per program (registers
+    hold ~25 (BD, n) tiles), and Triton's default 4 warps. One element per thread (16 warps for a 32 x 16
+    tile) was tried for occupancy: on an H200 (2026-11-27) it ran forward + backward in 21.7 ms at
+    (8, 2048, 1536, 16) where 4 warps ran 13.2 ms on another H200 the day before (not the same run: indicative),
+    so 4 stays; ``LAUNCH`` lets
+    benchmarks/kernels.py time the alternatives."""
     if LAUNCH is not None:
         return LAUNCH
-    BD = min(next_pow2(p), 32)
-    return BD, max(1, min(16, BD * next_pow2(n) // 32))
+    return min(next_pow2(p), 32), 4
 
 
 def _sizes(u, B, chunk):
