@@ -29,6 +29,30 @@ def feedback_cost(shape, size=2):
     return {"bytes": size * Nb * (4 * T * T + 4 * T * D + 3 * T), "flops": 3 * Nb * T**2 * D}
 
 
+def feedback_attention_inputs(shape, dtype, device, seed=0):
+    """f (Nb, T, D), gamma (Nb, T), q_b, k_b (Nb, T, d): what the Sessa mixer hands the solve (d = D / 4)."""
+    Nb, T, D = shape
+    gen = torch.Generator().manual_seed(seed)
+    f = torch.randn(Nb, T, D, generator=gen)
+    gamma = 0.999 * torch.tanh(1 + torch.randn(Nb, T, generator=gen))
+    qb, kb = (torch.randn(Nb, T, max(1, D // 4), generator=gen) for _ in range(2))
+    return [t.to(device=device, dtype=dtype) for t in (f, gamma, qb, kb)]
+
+
+def feedback_attention_call(fn):
+    def run(f, gamma, qb, kb):
+        return fn(f, gamma, qb, kb, qb.shape[-1] ** -0.5)
+
+    return run
+
+
+def feedback_attention_cost(shape, size=2):
+    Nb, T, D = shape  # the solve's, plus q_b k_b^T and its gradients (3 T^2 d, d = D / 4)
+    cost = feedback_cost(shape, size)
+    cost["flops"] += 3 * 2 * Nb * T**2 * max(1, D // 4)
+    return cost
+
+
 def attention_inputs(shape, dtype, device, seed=0):
     Nb, H, T, d = shape
     gen = torch.Generator().manual_seed(seed)
@@ -125,6 +149,17 @@ OPS = {
         "cpu": [(4, 600, 256)],
         "lengths": [(2, T, 64) for T in (64, 100, 257, 1000, 2049)],
     },
+    "feedback_attention_solve": {  # what the Sessa mixer calls: softmax over the strict past, then the solve
+        "inputs": feedback_attention_inputs,
+        "call": feedback_attention_call,
+        "cost": feedback_attention_cost,
+        "parity": [((2, 37, 40), torch.float32), ((1, 21, 8), torch.bfloat16)],
+        "gpu": [(16, 2048, 256)],
+        "cpu": [(4, 600, 256)],
+        "lengths": [(2, T, 64) for T in (64, 100, 257, 1000, 2049)],
+        "package": "feedback_solve",
+        "op": "ATTENTION_OP",
+    },
     "rotation_attention": {
         "inputs": attention_inputs,
         "call": attention_call,
@@ -155,8 +190,14 @@ OPS = {
 }
 
 
+def op_of(name: str):
+    """The registered ``seqmix.ops.dispatch.Op`` behind an entry of OPS."""
+    spec = OPS[name]
+    return getattr(importlib.import_module(f"seqmix.ops.{spec.get('package', name)}"), spec.get("op", "OP"))
+
+
 def backends(name: str) -> dict:
     """backend name -> callable on the op's benchmark inputs, for every backend this process registered."""
-    op = importlib.import_module(f"seqmix.ops.{name}").OP
+    op = op_of(name)
     call = OPS[name]["call"]
     return {b: call(fn) for b, fn in op.backends.items() if b != "lean"}

@@ -11,7 +11,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from fwd_bwd import fwd_bwd_seconds as _time
 from fwd_bwd import ms as _ms
-from kernel_cases import OPS, alibi_slopes, backends
+from kernel_cases import OPS, alibi_slopes, backends, op_of
 
 SECTIONS = ("attention_vs_sdpa", "scan_launch", "compilations", "determinism")
 
@@ -150,7 +150,7 @@ def determinism(names, passed, reps, lines) -> None:
     lines += ["", "| op | automatic backend | time | deterministic mode: backend | time | cost |"]
     lines.append("|---|---|---|---|---|---|")
     for name in names:
-        op = importlib.import_module(f"seqmix.ops.{name}").OP
+        op = op_of(name)
         shape = OPS[name]["gpu"][0]
         inputs = OPS[name]["inputs"](shape, torch.bfloat16, "cuda")
         figures = []

@@ -157,3 +157,19 @@ def test_bad_arguments_are_refused(monkeypatch):
     monkeypatch.setattr(fused, "METHOD", "neumann")  # the default is read at call time
     with pytest.raises(ValueError, match="got 'neumann'"):
         fused.feedback_solve(f, gamma, alpha)
+
+
+def test_the_attention_solve_matches_the_saved_once_path_and_its_gradients():
+    """The fused form of what the Sessa mixer calls: strict-past softmax, then the fused solve."""
+    from seqmix.ops.feedback_solve import saved_once
+
+    gen = torch.Generator().manual_seed(3)
+    f, qb, kb = (torch.randn(2, 23, n, generator=gen, dtype=torch.float64) for n in (6, 4, 4))
+    gamma = 0.9 * torch.tanh(torch.randn(2, 23, generator=gen, dtype=torch.float64))
+    ins = [t.requires_grad_() for t in (f, gamma, qb, kb)]
+    ours = fused.feedback_attention_solve(*ins, 0.5)
+    theirs = saved_once.feedback_attention_solve(*ins, 0.5)
+    torch.testing.assert_close(ours, theirs, rtol=1e-10, atol=1e-12)
+    w = torch.randn(ours.shape, generator=gen, dtype=torch.float64)
+    for a, b in zip(torch.autograd.grad((ours * w).sum(), ins), torch.autograd.grad((theirs * w).sum(), ins)):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-11)

@@ -138,6 +138,7 @@ def test_the_shipped_speed_table_names_real_ops_and_backends():
     from seqmix.ops import feedback_solve, rotation_attention, selective_scan, speed_table, ssd
 
     ops = {m.OP.name: m.OP for m in (feedback_solve, rotation_attention, selective_scan, ssd)}
+    ops[feedback_solve.ATTENTION_OP.name] = feedback_solve.ATTENTION_OP
     cards = speed_table.load()
     assert cards, "ops/speed_table.json is missing or empty"
     for card, entry in cards.items():

@@ -13,7 +13,9 @@ backend_for = OP.backend_for
 routing_matrix = reference.routing_matrix
 feedback_solve_blocked = reference.feedback_solve_blocked
 feedback_alpha = saved_once.feedback_alpha
-ATTENTION_OP = Op("feedback_attention_solve", __name__, saved_once.feedback_attention_solve)
+ATTENTION_OP = Op(
+    "feedback_attention_solve", __name__, saved_once.feedback_attention_solve, fused=fused.feedback_attention_solve
+)
 
 
 def feedback_solve(f, gamma, alpha, backend: str | None = None):
