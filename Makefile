@@ -21,10 +21,11 @@ SCALE ?= tiny
 CONFIG ?=
 SMK_ARGS ?=
 PYTEST_ARGS ?=
-# test processes (pytest-xdist); whole files go to one worker so a file's session fixtures (a DAG run) are
-# built once; TEST_WORKERS=0 runs the suite in this process. Files go out in collection order, not xdist's
-# default (most tests first), which leaves the long DAG files for last. Measured on 2 cores (2026-11-26):
-# 975 s and 1090 s in two runs against 1030 s without: within this box's run-to-run noise, so no proven gain
+# test processes (pytest-xdist); whole files go to one worker so a file's session fixtures are built once,
+# and the six tiny-DAG files go together as one unit, first (tests/conftest.py), so one worker runs the DAG
+# while the other runs the rest: 769 s against 920 s with the DAG files spread (one worker idled on the
+# DAG's lock), same checkout, 2 cores, 2026-11-27. TEST_WORKERS=0 runs the suite in this process. Files go
+# out in collection order, not xdist's default (most tests first).
 TEST_WORKERS ?= 2
 
 BIN := $(VENV)/bin

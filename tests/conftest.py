@@ -13,6 +13,32 @@ ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
+def _tiny_dag_file(nodeid: str) -> bool:
+    """Whether a test belongs to a file of the shared tiny DAG (tests/papers/<paper>/test_dag.py)."""
+    parts = nodeid.split("::", 1)[0].split("/")
+    return len(parts) == 4 and parts[:2] == ["tests", "papers"] and parts[3] == "test_dag.py"
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tiny DAG's files first (stable otherwise): under xdist they are one work unit (below), so one worker
+    starts the DAG at once while the other runs everything else, instead of a second worker picking up another
+    DAG file later and idling on the DAG's lock."""
+    items.sort(key=lambda item: not _tiny_dag_file(item.nodeid))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` (make test) with the tiny DAG's files as a single unit; other modes unchanged."""
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class TinyDagOneUnit(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "tiny-dag" if _tiny_dag_file(nodeid) else super()._split_scope(nodeid)
+
+    return TinyDagOneUnit(config, log)
+
+
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
