@@ -26,6 +26,7 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: not _tiny_dag_file(item.nodeid))
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: no error where it is not installed
 def pytest_xdist_make_scheduler(config, log):
     """``--dist loadfile`` (make test) with the tiny DAG's files as a single unit; other modes unchanged."""
     if config.getoption("dist", None) != "loadfile":
