@@ -49,11 +49,11 @@ import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
-from ..checks import Signature, cast, positive_int
+from ..checks import cast, positive_int
 from .blocks import LEAF, leaf_plan, routing_grads, unit_lower_inverse, work_dtypes
 from .fused_sweep import SWEEP_BLOCK, sweep
 from .reference import _common_dtype
-from .saved_once import strict_past_softmax
+from .saved_once import check_attention_solve_args, strict_past_softmax
 
 # the sweep: on an H200 in bf16 it beat the inverse at T = 2048 (1.77 vs 1.86 ms) and T = 4096 (2.71 vs
 # 4.56 ms) and saves nothing T x T beside alpha (helper measurement, 2026-11-27; benchmarks/RESULTS.md)
@@ -115,9 +115,5 @@ def feedback_attention_solve(
     """What the Sessa mixer calls (``saved_once.feedback_attention_solve``'s signature and checks): alpha by
     the softmax over the strict past (autograd keeps its output), then the solve above. f: (Nb, T, D);
     gamma: (Nb, T); qb, kb: (Nb, T, d) -> s: (Nb, T, D)."""
-    sig = Signature("feedback_attention_solve")
-    sig.tensor("f", f, "Nb T D")
-    sig.tensor("gamma", gamma, "Nb T")
-    sig.tensor("qb", qb, "Nb T d")
-    sig.tensor("kb", kb, "Nb T d")
+    check_attention_solve_args(f, gamma, qb, kb)
     return feedback_solve(f, gamma, strict_past_softmax(qb, kb, float(scale)))

@@ -130,14 +130,19 @@ class _FeedbackAttentionSolve(torch.autograd.Function):
         return tuple(None if gr is None else gr.to(dt) for gr, dt in zip(grads, (*ctx.dtypes, None), strict=True))
 
 
-def feedback_attention_solve(
-    f: torch.Tensor, gamma: torch.Tensor, qb: torch.Tensor, kb: torch.Tensor, scale: float
-) -> torch.Tensor:
-    """s = (I - B_fb)^{-1} f with alpha from q_b, k_b. f: (Nb, T, D); gamma: (Nb, T); qb, kb: (Nb, T, d).
-    Returns s: (Nb, T, D) in the inputs' common dtype (the solve runs in at least float32)."""
+def check_attention_solve_args(f: torch.Tensor, gamma: torch.Tensor, qb: torch.Tensor, kb: torch.Tensor) -> None:
+    """The shapes every backend of ``feedback_attention_solve`` accepts (one place, so they cannot drift)."""
     sig = Signature("feedback_attention_solve")
     sig.tensor("f", f, "Nb T D")
     sig.tensor("gamma", gamma, "Nb T")
     sig.tensor("qb", qb, "Nb T d")
     sig.tensor("kb", kb, "Nb T d")
+
+
+def feedback_attention_solve(
+    f: torch.Tensor, gamma: torch.Tensor, qb: torch.Tensor, kb: torch.Tensor, scale: float
+) -> torch.Tensor:
+    """s = (I - B_fb)^{-1} f with alpha from q_b, k_b. f: (Nb, T, D); gamma: (Nb, T); qb, kb: (Nb, T, d).
+    Returns s: (Nb, T, D) in the inputs' common dtype (the solve runs in at least float32)."""
+    check_attention_solve_args(f, gamma, qb, kb)
     return _FeedbackAttentionSolve.apply(f, gamma, qb, kb, float(scale))

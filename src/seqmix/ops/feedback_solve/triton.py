@@ -233,11 +233,7 @@ def feedback_attention_solve(
     torch softmax over the strict past, the solve by the kernel above. Autograd keeps the softmax output for
     its backward and the kernel keeps alpha: two T x T per sequence (plus a bool mask), never B itself.
     f: (Nb, T, D); gamma: (Nb, T); qb, kb: (Nb, T, d) -> s: (Nb, T, D)."""
-    from .saved_once import strict_past_softmax
+    from .saved_once import check_attention_solve_args, strict_past_softmax
 
-    sig = Signature("feedback_attention_solve")
-    sig.tensor("f", f, "Nb T D")
-    sig.tensor("gamma", gamma, "Nb T")
-    sig.tensor("qb", qb, "Nb T d")
-    sig.tensor("kb", kb, "Nb T d")
+    check_attention_solve_args(f, gamma, qb, kb)
     return _FeedbackSolve.apply(f, gamma, strict_past_softmax(qb, kb, float(scale)))
