@@ -19,6 +19,19 @@ import pytest
 
 from seqmix.claims import engine as C
 from seqmix.claims import render as R
+from seqmix.claims.checks import (
+    CONSISTENCY,
+    DIFFERS,
+    HOLDS,
+    INVALID,
+    NOT_EXPECTED,
+    NOT_RUN,
+    ClaimResult,
+    InvalidInput,
+    MissingResults,
+    run_check,
+)
+from seqmix.claims.select import _aggregate, read_ours
 from seqmix.io import write_text
 
 SCALE = "cpu"  # in every case's expected_at
@@ -355,7 +368,7 @@ CASES.update(
     }
 )
 
-VERDICT_IDS = {C.HOLDS: "holds", C.DIFFERS: "differs", C.NOT_EXPECTED: "not_expected", C.NOT_RUN: "not_run"}
+VERDICT_IDS = {HOLDS: "holds", DIFFERS: "differs", NOT_EXPECTED: "not_expected", NOT_RUN: "not_run"}
 
 
 def assert_ours(got, want):
@@ -376,11 +389,11 @@ def test_every_verdict_for_every_check_kind(tmp_path, kind, verdict):
     case = CASES[kind]
     claim = make_claim(case["ours"], case["check"], case.get("reported"))
     scale = SCALE
-    if verdict == C.HOLDS:
+    if verdict == HOLDS:
         rows, want_value, want_detail = case["good"], case["good_value"], case["good_detail"]
-    elif verdict == C.DIFFERS:
+    elif verdict == DIFFERS:
         rows, want_value, want_detail = case["bad"], case["bad_value"], case["bad_detail"]
-    elif verdict == C.NOT_EXPECTED:
+    elif verdict == NOT_EXPECTED:
         rows, want_value, want_detail = case["good"], case["good_value"], case["good_detail"] + " (would hold)"
         scale = OTHER_SCALE
     else:
@@ -392,7 +405,7 @@ def test_every_verdict_for_every_check_kind(tmp_path, kind, verdict):
 
     assert res.verdict == verdict
     assert_ours(res.ours, want_value)
-    if verdict == C.NOT_RUN:
+    if verdict == NOT_RUN:
         assert want_detail in res.detail
     else:
         assert res.detail == want_detail
@@ -405,7 +418,7 @@ def test_not_expected_also_shows_a_differing_value(tmp_path, kind):
     case = CASES[kind]
     write_table(tmp_path, "exp1", case["bad"])
     res = C.evaluate_claim(make_claim(case["ours"], case["check"], case.get("reported")), tmp_path, OTHER_SCALE)
-    assert res.verdict == C.NOT_EXPECTED
+    assert res.verdict == NOT_EXPECTED
     assert res.detail == case["bad_detail"] + " (would differ)"
     assert_ours(res.ours, case["bad_value"])
 
@@ -415,81 +428,81 @@ def test_not_run_wins_over_not_expected(tmp_path):
     res = C.evaluate_claim(
         make_claim({"table": "exp1", "metric": "m"}, {"kind": "within", "lo": 0}), tmp_path, OTHER_SCALE
     )
-    assert res.verdict == C.NOT_RUN and res.ours is None
+    assert res.verdict == NOT_RUN and res.ours is None
 
 
 # ----------------------------------------------------------------------------- run_check directly
 
 
 def test_within_reported_scalar_and_atol_only():
-    assert C.run_check({"kind": "within", "atol": 0.5}, 3.4, 3) == (True, "|3.4 - 3| <= 0.5")
-    assert C.run_check({"kind": "within", "atol": 0.5}, 3.6, 3)[0] is False
+    assert run_check({"kind": "within", "atol": 0.5}, 3.4, 3) == (True, "|3.4 - 3| <= 0.5")
+    assert run_check({"kind": "within", "atol": 0.5}, 3.6, 3)[0] is False
     # rtol and atol default to 0: exact equality is needed
-    assert C.run_check({"kind": "within"}, 2.0, 2.0)[0] is True
-    assert C.run_check({"kind": "within"}, 2.0 + 1e-12, 2.0)[0] is False
+    assert run_check({"kind": "within"}, 2.0, 2.0)[0] is True
+    assert run_check({"kind": "within"}, 2.0 + 1e-12, 2.0)[0] is False
     # target 0 with a 0 tolerance (the closed-form claims' 'atol: 0')
-    assert C.run_check({"kind": "within", "target": 0.0, "atol": 0}, 0.0, None)[0] is True
+    assert run_check({"kind": "within", "target": 0.0, "atol": 0}, 0.0, None)[0] is True
 
 
 def test_within_one_sided_bounds():
-    assert C.run_check({"kind": "within", "lo": 1.0}, 1.0, None)[0] is True
-    assert C.run_check({"kind": "within", "lo": 1.0}, 0.999, None)[0] is False
-    assert C.run_check({"kind": "within", "hi": 1.0}, 1.0, None)[0] is True
-    assert C.run_check({"kind": "within", "hi": 1.0}, 1.001, None)[0] is False
+    assert run_check({"kind": "within", "lo": 1.0}, 1.0, None)[0] is True
+    assert run_check({"kind": "within", "lo": 1.0}, 0.999, None)[0] is False
+    assert run_check({"kind": "within", "hi": 1.0}, 1.0, None)[0] is True
+    assert run_check({"kind": "within", "hi": 1.0}, 1.001, None)[0] is False
     # lo/hi take precedence over target and reported
-    assert C.run_check({"kind": "within", "lo": 0, "hi": 1, "target": 5.0}, 0.5, 5.0)[0] is True
+    assert run_check({"kind": "within", "lo": 0, "hi": 1, "target": 5.0}, 0.5, 5.0)[0] is True
 
 
 def test_within_without_any_target_is_an_error():
     with pytest.raises(ValueError, match="within needs lo/hi"):
-        C.run_check({"kind": "within", "rtol": 0.1}, 1.0, "qualitative")
+        run_check({"kind": "within", "rtol": 0.1}, 1.0, "qualitative")
 
 
 def test_unknown_check_kind_is_an_error():
     with pytest.raises(ValueError, match="unknown check kind 'bogus'"):
-        C.run_check({"kind": "bogus"}, 1.0, None)
+        run_check({"kind": "bogus"}, 1.0, None)
 
 
 def test_ordering_defaults_to_decreasing_without_slack():
     ours = [(1, 3.0), (2, 2.0), (3, 2.0)]  # ties are monotone
-    assert C.run_check({"kind": "ordering", "order": [1, 2, 3]}, ours, None)[0] is True
-    assert C.run_check({"kind": "ordering", "order": [1, 2, 3]}, [(1, 3.0), (2, 2.0), (3, 2.0000001)], None)[0] is False
+    assert run_check({"kind": "ordering", "order": [1, 2, 3]}, ours, None)[0] is True
+    assert run_check({"kind": "ordering", "order": [1, 2, 3]}, [(1, 3.0), (2, 2.0), (3, 2.0000001)], None)[0] is False
     # increasing over the same data differs
-    ok, detail = C.run_check({"kind": "ordering", "order": [1, 2, 3], "direction": "increasing"}, ours, None)
+    ok, detail = run_check({"kind": "ordering", "order": [1, 2, 3], "direction": "increasing"}, ours, None)
     assert not ok and detail == "breaks at [(1, 2)] over [3.0, 2.0, 2.0]"
 
 
 def test_ordering_on_a_subset_of_the_series():
     """Only the listed points are ordered; other x values in the series are ignored."""
     ours = [(1, 5.0), (2, 4.0), (3, 100.0), (4, 1.0)]
-    assert C.run_check({"kind": "ordering", "order": [1, 2, 4]}, ours, None)[0] is True
-    assert C.run_check({"kind": "ordering", "order": [1, 2, 3]}, ours, None)[0] is False
+    assert run_check({"kind": "ordering", "order": [1, 2, 4]}, ours, None)[0] is True
+    assert run_check({"kind": "ordering", "order": [1, 2, 3]}, ours, None)[0] is False
 
 
 def test_slope_without_bounds_and_with_zeros_under_logy():
-    ok, detail = C.run_check({"kind": "slope"}, [(0, 1.0), (1, -2.0)], None)
+    ok, detail = run_check({"kind": "slope"}, [(0, 1.0), (1, -2.0)], None)
     assert ok and detail == "slope -3 in [-inf, inf]"
     # a zero under logy is invalid (it was clamped to 1e-300: a slope of -300 that passed 'hi: -100')
-    with pytest.raises(C.InvalidInput, match="log of non-positive values at T=1"):
-        C.run_check({"kind": "slope", "logy": True, "hi": -100}, [(0, 1.0), (1, 0.0)], None, axis="T")
+    with pytest.raises(InvalidInput, match="log of non-positive values at T=1"):
+        run_check({"kind": "slope", "logy": True, "hi": -100}, [(0, 1.0), (1, 0.0)], None, axis="T")
 
 
 def test_threshold_nan_is_invalid():
     """A NaN value is not judged: it neither holds nor differs (every check kind)."""
     for op in ("<", "<=", ">", ">="):
-        with pytest.raises(C.InvalidInput, match="non-finite"):
-            C.run_check({"kind": "threshold", "op": op, "value": 0.5}, math.nan, None)
-    with pytest.raises(C.InvalidInput, match="non-finite value at T=2"):
-        C.run_check({"kind": "ordering", "order": [1, 2]}, [(1, 1.0), (2, math.nan)], None, axis="T")
+        with pytest.raises(InvalidInput, match="non-finite"):
+            run_check({"kind": "threshold", "op": op, "value": 0.5}, math.nan, None)
+    with pytest.raises(InvalidInput, match="non-finite value at T=2"):
+        run_check({"kind": "ordering", "order": [1, 2]}, [(1, 1.0), (2, math.nan)], None, axis="T")
 
 
 def test_ratio_to_zero_denominator_is_invalid(tmp_path):
     write_table(tmp_path, "exp1", seeds("k4", 4, [1.0]) + seeds("k4", 3, [0.0]))
     sel = {"table": "exp1", "metric": "m", "where": {"sweep_value": 4}, "ratio_to": {"sweep_value": 3}}
-    with pytest.raises(C.InvalidInput, match="division by zero"):
-        C.read_ours(sel, tmp_path)
+    with pytest.raises(InvalidInput, match="division by zero"):
+        read_ours(sel, tmp_path)
     res = C.evaluate_claim(make_claim(sel, {"kind": "threshold", "op": ">", "value": 1e-3}), tmp_path, SCALE)
-    assert res.verdict == C.INVALID
+    assert res.verdict == INVALID
 
 
 def test_ratio_to_uses_its_own_filter_not_where(tmp_path):
@@ -501,7 +514,7 @@ def test_ratio_to_uses_its_own_filter_not_where(tmp_path):
         "where": {"variant": "k4", "sweep_value": 4},
         "ratio_to": {"variant": "k2", "sweep_value": 3},
     }
-    assert C.read_ours(sel, tmp_path) == 2.0
+    assert read_ours(sel, tmp_path) == 2.0
 
 
 # ----------------------------------------------------------------------------- aggregates and where
@@ -520,34 +533,34 @@ AGG_EXPECTED = {
 def test_aggregates(tmp_path, how):
     write_table(tmp_path, "exp1", seeds("k4", 1, AGG_VALUES) + seeds("k8", 1, [1e6, -1e6]))
     sel = {"table": "exp1", "metric": "m", "where": {"variant": "k4"}, "aggregate": how}
-    assert C.read_ours(sel, tmp_path) == pytest.approx(AGG_EXPECTED[how], rel=1e-12)
+    assert read_ours(sel, tmp_path) == pytest.approx(AGG_EXPECTED[how], rel=1e-12)
     # and through a claim: exactly the aggregate, as a within check with a zero-width band around it (noise
     # none: the aggregate itself is under test here; a mean's default noise model is tested in test_noise.py)
     want = AGG_EXPECTED[how]
     exact = dict(noise="none")
     res = C.evaluate_claim(make_claim(sel, {"kind": "within", "target": want, "rtol": 1e-12}, **exact), tmp_path, SCALE)
-    assert res.verdict == C.HOLDS
+    assert res.verdict == HOLDS
     check = {"kind": "within", "target": want * 1.01, "rtol": 1e-3}
     res = C.evaluate_claim(make_claim(sel, check, **exact), tmp_path, SCALE)
-    assert res.verdict == C.DIFFERS
+    assert res.verdict == DIFFERS
 
 
 def test_default_aggregate_is_median_even_count(tmp_path):
     write_table(tmp_path, "exp1", seeds("k4", 1, [1.0, 2.0, 10.0, 20.0]))
-    assert C.read_ours({"table": "exp1", "metric": "m"}, tmp_path) == 6.0
+    assert read_ours({"table": "exp1", "metric": "m"}, tmp_path) == 6.0
 
 
 def test_aggregate_per_point_of_a_series(tmp_path):
     write_table(tmp_path, "exp1", series("k4", {2: [1.0, 9.0, 5.0], 1: [4.0, 2.0, 3.0]}))
     sel = {"table": "exp1", "metric": "m", "over": "sweep_value", "where": {"sweep_value": [1, 2]}, "aggregate": "max"}
-    assert C.read_ours(sel, tmp_path) == [(1, 4.0), (2, 9.0)]
+    assert read_ours(sel, tmp_path) == [(1, 4.0), (2, 9.0)]
     sel["aggregate"] = "min"
-    assert C.read_ours(sel, tmp_path) == [(1, 2.0), (2, 1.0)]
+    assert read_ours(sel, tmp_path) == [(1, 2.0), (2, 1.0)]
 
 
 def test_unknown_aggregate_is_an_error():
     with pytest.raises(ValueError, match="unknown aggregate 'mode'"):
-        C._aggregate(np.array([1.0]), "mode")
+        _aggregate(np.array([1.0]), "mode")
 
 
 def test_where_with_list_values(tmp_path):
@@ -561,16 +574,16 @@ def test_where_with_list_values(tmp_path):
     )
     write_table(tmp_path, "exp1", rows)
     sel = {"table": "exp1", "metric": "m", "aggregate": "max", "where": {"variant": "k4", "sweep_value": [2, 3]}}
-    assert C.read_ours(sel, tmp_path) == 5.0
+    assert read_ours(sel, tmp_path) == 5.0
     sel["where"] = {"variant": ["k4", "k2"], "sweep_value": [3]}
-    assert C.read_ours(sel, tmp_path) == 11.0
+    assert read_ours(sel, tmp_path) == 11.0
     sel["where"] = {"variant": ["k4", "k2"], "sweep_value": [3, 4]}
-    assert C.read_ours(sel, tmp_path) == 11.0
+    assert read_ours(sel, tmp_path) == 11.0
     sel["aggregate"] = "min"
-    assert C.read_ours(sel, tmp_path) == 5.0
+    assert read_ours(sel, tmp_path) == 5.0
     sel["where"] = {"variant": ["k16"]}
-    with pytest.raises(C.MissingResults, match="no rows"):
-        C.read_ours(sel, tmp_path)
+    with pytest.raises(MissingResults, match="no rows"):
+        read_ours(sel, tmp_path)
 
 
 def test_where_on_a_column_with_blanks(tmp_path):
@@ -582,18 +595,16 @@ def test_where_on_a_column_with_blanks(tmp_path):
         {"quantity": "mse_opt", "k": 4, "n": 32, "H": 4, "value": 0.0},
     ]
     write_table(tmp_path, "theory", rows)
+    assert read_ours({"table": "theory", "metric": "value", "where": {"quantity": "mse_opt", "H": 2}}, tmp_path) == 7.75
     assert (
-        C.read_ours({"table": "theory", "metric": "value", "where": {"quantity": "mse_opt", "H": 2}}, tmp_path) == 7.75
-    )
-    assert (
-        C.read_ours(
+        read_ours(
             {"table": "theory", "metric": "value", "aggregate": "max", "where": {"quantity": "mse_opt", "H": [2, 4]}},
             tmp_path,
         )
         == 7.75
     )
     assert (
-        C.read_ours({"table": "theory", "metric": "value", "where": {"quantity": "interaction_rank", "k": 4}}, tmp_path)
+        read_ours({"table": "theory", "metric": "value", "where": {"quantity": "interaction_rank", "k": 4}}, tmp_path)
         == 4.0
     )
 
@@ -613,12 +624,12 @@ def test_shipped_closed_form_claims_hold_against_the_theory_table(tmp_path, root
     theory({"resolved": resolved, "analysis": {"theory": paper["analysis"]["theory"]}}, tmp_path / "theory")
     for scale in ("tiny", "cpu", "paper"):
         for res in C.evaluate_claims(paper["claims"], tmp_path, scale):
-            if res.id.startswith("theory-") and res.kind == C.CONSISTENCY:
-                assert res.verdict == C.HOLDS, (res.id, res.ours, res.detail)
+            if res.id.startswith("theory-") and res.kind == CONSISTENCY:
+                assert res.verdict == HOLDS, (res.id, res.ours, res.detail)
             elif res.id.startswith("theory-"):
-                assert res.verdict in (C.HOLDS, C.DIFFERS), (res.id, res.ours, res.detail)
+                assert res.verdict in (HOLDS, DIFFERS), (res.id, res.ours, res.detail)
             else:
-                assert res.verdict == C.NOT_RUN, (res.id, res.detail)
+                assert res.verdict == NOT_RUN, (res.id, res.detail)
 
 
 # ----------------------------------------------------------------------------- families (expand:) and defaults
@@ -731,10 +742,10 @@ def test_shipped_claim_files_have_no_anchors_and_use_families(root):
 
 # ----------------------------------------------------------------------------- write_claims
 
-COLUMNS = list(C.COLUMNS)
+COLUMNS = list(R.COLUMNS)
 
 
-def _four_results(tmp_path) -> list[C.ClaimResult]:
+def _four_results(tmp_path) -> list[ClaimResult]:
     write_table(tmp_path, "exp1", seeds("k4", 2, [1.0, 1.02, 1.04]) + series("k8", {1: [3.0] * 3, 2: [2.0] * 3}))
     sel = {"table": "exp1", "metric": "m", "where": {"variant": "k4", "sweep_value": 2}}
     claims = [
@@ -777,14 +788,14 @@ def _four_results(tmp_path) -> list[C.ClaimResult]:
 def test_write_claims_csv(tmp_path):
     results = _four_results(tmp_path)
     md, csv_path = tmp_path / "out" / "claims.md", tmp_path / "out" / "claims.csv"
-    C.write_claims(results, md, csv_path, "heads", SCALE, commit="abc123")
+    R.write_claims(results, md, csv_path, "heads", SCALE, commit="abc123")
     df = pd.read_csv(csv_path, keep_default_na=False)
     assert list(df.columns) == [
         "id", "kind", "source", "by_construction", "secondary", "artefact", "statement", "paper_value", "law",
         "our_value", "interval", "noise", "check", "scale", "seeds", "seeds_used", "verdict", "detail", "commit",
     ]  # fmt: skip
     assert df["id"].tolist() == ["a-holds", "b-differs", "c-not-expected", "d-not-run"]
-    assert df["verdict"].tolist() == [C.HOLDS, C.DIFFERS, C.NOT_EXPECTED, C.NOT_RUN]
+    assert df["verdict"].tolist() == [HOLDS, DIFFERS, NOT_EXPECTED, NOT_RUN]
     assert df["source"].tolist() == ["paper", "spec-derived", "paper", "closed-form"]
     # kinds default from the source; c overrides its kind
     assert df["kind"].tolist() == ["reproduction", "derived", "consistency", "consistency"]
@@ -816,7 +827,7 @@ def test_write_claims_markdown(tmp_path):
     a by-construction claim says so, a 'not run' says why in its verdict cell."""
     results = _four_results(tmp_path)
     md, csv_path = tmp_path / "claims.md", tmp_path / "claims.csv"
-    C.write_claims(results, md, csv_path, "heads", SCALE, data="synthetic stream: 8 topics, first order", device="cpu")
+    R.write_claims(results, md, csv_path, "heads", SCALE, data="synthetic stream: 8 topics, first order", device="cpu")
     text = md.read_text()
     lines = text.splitlines()
     assert lines[0] == "# Claims of `heads` at scale `cpu`"
@@ -858,7 +869,7 @@ def test_write_claims_markdown(tmp_path):
 def test_write_claims_without_claims_still_has_a_header(tmp_path):
     """A paper with no claims: claims.csv has the columns (report/index.py reads it), counts are zero."""
     md, csv_path = tmp_path / "claims.md", tmp_path / "claims.csv"
-    C.write_claims([], md, csv_path, "heads", "tiny")
+    R.write_claims([], md, csv_path, "heads", "tiny")
     df = pd.read_csv(csv_path)
     assert list(df.columns) == COLUMNS and len(df) == 0
     want = "Verdicts: holds: 0, differs: 0, within noise: 0, invalid: 0, not run: 0, not expected at this scale: 0"

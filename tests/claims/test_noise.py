@@ -14,6 +14,8 @@ from scipy import stats
 
 from seqmix.claims import engine as C
 from seqmix.claims import noise as N
+from seqmix.claims.checks import DIFFERS, HOLDS, NOT_EXPECTED, WITHIN_NOISE
+from seqmix.claims.render import write_claims
 from seqmix.io import write_text
 
 
@@ -65,10 +67,10 @@ def test_an_ordering_inside_one_binomial_error_is_within_noise(tmp_path):
     write(tmp_path, runs("mamba2", [0.05, 0.05, 0.05]) + runs("transformer", [0.79, 0.79, 0.79])
           + runs("sessa", [0.7965, 0.7965, 0.7965]))  # fmt: skip
     res = C.evaluate_claim(claim(SERIES, ORDER, noise={"binomial": {"n": 1000}}), tmp_path, "cpu")
-    assert res.verdict == C.WITHIN_NOISE and "(transformer, sessa)" in res.detail, res.detail
+    assert res.verdict == WITHIN_NOISE and "(transformer, sessa)" in res.detail, res.detail
     write(tmp_path, runs("mamba2", [0.05] * 3) + runs("transformer", [0.79] * 3) + runs("sessa", [0.86] * 3))
     res = C.evaluate_claim(claim(SERIES, ORDER, noise={"binomial": {"n": 1000}}), tmp_path, "cpu")
-    assert res.verdict == C.HOLDS, res.detail
+    assert res.verdict == HOLDS, res.detail
     assert res.noise == "binomial (n=1000)" and res.seeds_used == "0, 1, 2"
 
 
@@ -77,13 +79,13 @@ def test_a_mean_over_seeds_gets_the_seed_interval_by_default(tmp_path):
     difference of means is within noise, and a step clearing it the other way differs."""
     write(tmp_path, runs("mamba2", [0.1, 0.5, 0.9]) + runs("transformer", [0.5, 0.6, 0.7]) + runs("sessa", [0.6] * 3))
     res = C.evaluate_claim(claim(SERIES, ORDER), tmp_path, "cpu")
-    assert res.noise == "seeds" and res.verdict == C.WITHIN_NOISE, res
+    assert res.noise == "seeds" and res.verdict == WITHIN_NOISE, res
     write(tmp_path, runs("mamba2", [0.90, 0.91, 0.92]) + runs("transformer", [0.5] * 3) + runs("sessa", [0.6] * 3))
     res = C.evaluate_claim(claim(SERIES, ORDER), tmp_path, "cpu")
-    assert res.verdict == C.DIFFERS and "breaks at [('mamba2', 'transformer')]" in res.detail, res.detail
+    assert res.verdict == DIFFERS and "breaks at [('mamba2', 'transformer')]" in res.detail, res.detail
 
 
-@pytest.mark.parametrize("op,verdict", [(">", C.DIFFERS), (">=", C.HOLDS), ("<", C.DIFFERS), ("<=", C.HOLDS)])
+@pytest.mark.parametrize("op,verdict", [(">", DIFFERS), (">=", HOLDS), ("<", DIFFERS), ("<=", HOLDS)])
 def test_strict_relations_are_strict(tmp_path, op, verdict):
     """A tie with no spread: '>' and '<' differ (they did hold as orderings), '>=' and '<=' hold."""
     write(tmp_path, runs("a", [0.5, 0.5, 0.5]))
@@ -95,16 +97,16 @@ def test_strict_relations_are_strict(tmp_path, op, verdict):
 
 def test_a_tie_in_an_ordering_is_not_an_ordering(tmp_path):
     write(tmp_path, runs("mamba2", [0.1] * 3) + runs("transformer", [0.5] * 3) + runs("sessa", [0.5] * 3))
-    assert C.evaluate_claim(claim(SERIES, ORDER), tmp_path, "cpu").verdict == C.DIFFERS
+    assert C.evaluate_claim(claim(SERIES, ORDER), tmp_path, "cpu").verdict == DIFFERS
 
 
 def test_a_threshold_twice_chance_is_within_noise_until_the_interval_clears(tmp_path):
     """'did not converge' (accuracy below twice chance) held for any model up to twice chance."""
     check = {"kind": "threshold", "op": "<", "value": 0.1}
     write(tmp_path, runs("mamba2", [0.06, 0.09, 0.12]))
-    assert C.evaluate_claim(claim({"where": {"variant": "mamba2"}}, check), tmp_path, "cpu").verdict == C.WITHIN_NOISE
+    assert C.evaluate_claim(claim({"where": {"variant": "mamba2"}}, check), tmp_path, "cpu").verdict == WITHIN_NOISE
     write(tmp_path, runs("mamba2", [0.05, 0.051, 0.049]))
-    assert C.evaluate_claim(claim({"where": {"variant": "mamba2"}}, check), tmp_path, "cpu").verdict == C.HOLDS
+    assert C.evaluate_claim(claim({"where": {"variant": "mamba2"}}, check), tmp_path, "cpu").verdict == HOLDS
 
 
 def test_one_seed_leaves_the_spread_unknown(tmp_path):
@@ -112,17 +114,17 @@ def test_one_seed_leaves_the_spread_unknown(tmp_path):
     res = C.evaluate_claim(
         claim({"where": {"variant": "a"}}, {"kind": "threshold", "op": ">", "value": 0.5}), tmp_path, "cpu"
     )
-    assert res.verdict == C.WITHIN_NOISE and res.detail == "1 seed: spread unknown" and res.interval == "unknown"
+    assert res.verdict == WITHIN_NOISE and res.detail == "1 seed: spread unknown" and res.interval == "unknown"
 
 
 def test_within_needs_the_whole_interval_inside_the_band(tmp_path):
     check = {"kind": "within", "target": 0.86, "atol": 0.05}
     write(tmp_path, runs("a", [0.80, 0.86, 0.92]))  # mean inside, interval straddles the band's edges
-    assert C.evaluate_claim(claim({"where": {"variant": "a"}}, check), tmp_path, "cpu").verdict == C.WITHIN_NOISE
+    assert C.evaluate_claim(claim({"where": {"variant": "a"}}, check), tmp_path, "cpu").verdict == WITHIN_NOISE
     write(tmp_path, runs("a", [0.85, 0.86, 0.87]))
-    assert C.evaluate_claim(claim({"where": {"variant": "a"}}, check), tmp_path, "cpu").verdict == C.HOLDS
+    assert C.evaluate_claim(claim({"where": {"variant": "a"}}, check), tmp_path, "cpu").verdict == HOLDS
     write(tmp_path, runs("a", [0.50, 0.51, 0.52]))
-    assert C.evaluate_claim(claim({"where": {"variant": "a"}}, check), tmp_path, "cpu").verdict == C.DIFFERS
+    assert C.evaluate_claim(claim({"where": {"variant": "a"}}, check), tmp_path, "cpu").verdict == DIFFERS
 
 
 def test_slope_interval_propagates_the_point_errors(tmp_path):
@@ -132,15 +134,15 @@ def test_slope_interval_propagates_the_point_errors(tmp_path):
     res = C.evaluate_claim(claim(sel, {"kind": "slope", "lo": 1.9, "hi": 2.1}), tmp_path, "cpu")
     # each point: se 1/sqrt(3); slope se = sqrt(sum w^2) se with w = (-1/2, 0, 1/2)
     half = stats.t.ppf(0.975, 2) * math.sqrt(0.5) / math.sqrt(3)
-    assert res.verdict == C.WITHIN_NOISE and f"slope 2 [{2 - half:.6g}, {2 + half:.6g}]" in res.detail, res
-    assert C.evaluate_claim(claim(sel, {"kind": "slope", "lo": 0}), tmp_path, "cpu").verdict == C.HOLDS
+    assert res.verdict == WITHIN_NOISE and f"slope 2 [{2 - half:.6g}, {2 + half:.6g}]" in res.detail, res
+    assert C.evaluate_claim(claim(sel, {"kind": "slope", "lo": 0}), tmp_path, "cpu").verdict == HOLDS
 
 
 def test_noise_none_keeps_the_exact_judgement(tmp_path):
     write(tmp_path, runs("a", [0.1, 0.5, 0.9]))
     check = {"kind": "threshold", "op": ">", "value": 0.4}
     res = C.evaluate_claim(claim({"where": {"variant": "a"}}, check, noise="none"), tmp_path, "cpu")
-    assert res.verdict == C.HOLDS and res.interval == "" and res.noise == "none"
+    assert res.verdict == HOLDS and res.interval == "" and res.noise == "none"
 
 
 def test_claims_files_show_value_interval_and_seeds(tmp_path):
@@ -148,11 +150,11 @@ def test_claims_files_show_value_interval_and_seeds(tmp_path):
     res = C.evaluate_claims(
         [claim({"where": {"variant": "a"}}, {"kind": "threshold", "op": ">", "value": 0.5})], tmp_path, "cpu"
     )
-    C.write_claims(res, tmp_path / "c.md", tmp_path / "c.csv", "p", "cpu")
+    write_claims(res, tmp_path / "c.md", tmp_path / "c.csv", "p", "cpu")
     row = pd.read_csv(tmp_path / "c.csv", keep_default_na=False).iloc[0]
     half = stats.t.ppf(0.975, 2) * 0.02 / math.sqrt(3)
     assert row["our_value"] == f"0.82 ± {half:.2g}" and row["interval"] == f"[{0.82 - half:.4g}, {0.82 + half:.4g}]"
-    assert row["seeds_used"] == "0, 1, 2" and row["noise"] == "seeds" and row["verdict"] == C.HOLDS
+    assert row["seeds_used"] == "0, 1, 2" and row["noise"] == "seeds" and row["verdict"] == HOLDS
     assert f"| 0.82 ± {half:.2g} | seeds | 3/3 (0, 1, 2) |" in (tmp_path / "c.md").read_text()
 
 
@@ -161,7 +163,7 @@ def test_not_expected_says_it_would_be_within_noise(tmp_path):
     res = C.evaluate_claim(
         claim({"where": {"variant": "a"}}, {"kind": "threshold", "op": ">", "value": 0.4}), tmp_path, "tiny"
     )
-    assert res.verdict == C.NOT_EXPECTED and res.detail.endswith("(would be within noise)")
+    assert res.verdict == NOT_EXPECTED and res.detail.endswith("(would be within noise)")
 
 
 def test_secondary_rows_are_shown_not_counted(tmp_path):
@@ -176,7 +178,7 @@ def test_secondary_rows_are_shown_not_counted(tmp_path):
         tmp_path,
         "cpu",
     )
-    C.write_claims(res, tmp_path / "c.md", tmp_path / "c.csv", "p", "cpu")
+    write_claims(res, tmp_path / "c.md", tmp_path / "c.csv", "p", "cpu")
     text = (tmp_path / "c.md").read_text()
     assert (
         "Verdicts: holds: 1, differs: 0, within noise: 0," in text

@@ -11,6 +11,8 @@ from pathlib import Path
 import pandas as pd
 
 from seqmix.claims import engine as C
+from seqmix.claims.checks import DIFFERS, HOLDS, INVALID, KIND_OF_SOURCE, NOT_EXPECTED, NOT_RUN, WITHIN_NOISE
+from seqmix.claims.render import write_claims, write_counts
 from seqmix.io import write_text
 
 
@@ -18,7 +20,7 @@ def _row(cid, source, verdict, kind=None, by_construction="", scale="tiny", comm
     return {
         "secondary": secondary,
         "id": cid,
-        "kind": kind or C.KIND_OF_SOURCE[source],
+        "kind": kind or KIND_OF_SOURCE[source],
         "source": source,
         "by_construction": by_construction,
         "scale": scale,
@@ -38,18 +40,18 @@ def test_claims_summary_counts_per_paper_and_kind(tmp_path, root):
         results,
         "alpha",
         [
-            _row("a1", "paper", C.HOLDS),
-            _row("a2", "paper", C.DIFFERS),
-            _row("a3", "paper", C.NOT_EXPECTED),
-            _row("a3b", "paper", C.WITHIN_NOISE),
-            _row("a3c", "paper", C.HOLDS, secondary="of a1: Table 3's rounding of Table 2's number"),  # not counted
-            _row("a4", "paper", C.HOLDS, kind="consistency"),  # a paper label on an identity
-            _row("a5", "closed-form", C.HOLDS, by_construction="zero row sums"),
-            _row("a6", "closed-form", C.HOLDS),
-            _row("a7", "spec-derived", C.INVALID),
+            _row("a1", "paper", HOLDS),
+            _row("a2", "paper", DIFFERS),
+            _row("a3", "paper", NOT_EXPECTED),
+            _row("a3b", "paper", WITHIN_NOISE),
+            _row("a3c", "paper", HOLDS, secondary="of a1: Table 3's rounding of Table 2's number"),  # not counted
+            _row("a4", "paper", HOLDS, kind="consistency"),  # a paper label on an identity
+            _row("a5", "closed-form", HOLDS, by_construction="zero row sums"),
+            _row("a6", "closed-form", HOLDS),
+            _row("a7", "spec-derived", INVALID),
         ],
     )
-    _write(results, "beta", [_row("b1", "spec-derived", C.NOT_RUN, scale="cpu", commit="fedcba9876543210")])
+    _write(results, "beta", [_row("b1", "spec-derived", NOT_RUN, scale="cpu", commit="fedcba9876543210")])
     (results / "mlflow.db").write_text("")  # not a paper directory
     out = tmp_path / "docs" / "claims_counts.md"
     r = subprocess.run(
@@ -79,8 +81,8 @@ def test_claims_summary_counts_per_paper_and_kind(tmp_path, root):
 def test_claims_summary_reads_a_claims_csv_without_kind_columns(tmp_path):
     """A claims.csv written before kinds existed: kinds come from the sources, the commit is 'unknown'."""
     results = tmp_path / "results"
-    _write(results, "old", [{"id": "x", "source": "closed-form", "scale": "tiny", "verdict": C.HOLDS}])
-    table = C.write_counts(results, tmp_path / "out.md", "cmd")
+    _write(results, "old", [{"id": "x", "source": "closed-form", "scale": "tiny", "verdict": HOLDS}])
+    table = write_counts(results, tmp_path / "out.md", "cmd")
     assert table.to_dict("records") == [
         {
             "paper": "old",
@@ -121,7 +123,7 @@ def test_report_index_leads_with_reproduction_counts(tmp_path):
     from seqmix.report.index import write_index
 
     results = tmp_path / "results"
-    _write(results, "alpha", [_row("c", "closed-form", C.HOLDS), _row("p", "paper", C.DIFFERS)])
+    _write(results, "alpha", [_row("c", "closed-form", HOLDS), _row("p", "paper", DIFFERS)])
     write_index(results, ["alpha"], "tiny", results / "report.md")
     lines = (results / "report.md").read_text().splitlines()
     i = next(n for n, ln in enumerate(lines) if ln.startswith("- claims: [alpha/claims.md]"))
@@ -133,8 +135,8 @@ def test_report_index_of_a_one_paper_run_keeps_the_other_papers(tmp_path):
     from seqmix.report.index import write_index
 
     results = tmp_path / "results"
-    _write(results, "alpha", [_row("a", "paper", C.HOLDS)])
-    _write(results, "beta", [_row("b", "paper", C.DIFFERS)])
+    _write(results, "alpha", [_row("a", "paper", HOLDS)])
+    _write(results, "beta", [_row("b", "paper", DIFFERS)])
     write_index(results, ["alpha"], "tiny", results / "report.md")
     text = (results / "report.md").read_text()
     assert "## alpha" in text and "## beta" in text and "- claims: [beta/claims.md]" in text
@@ -173,8 +175,8 @@ def test_a_claim_that_holds_by_construction_is_shown_and_counted_apart(tmp_path)
         "expected_at": ["tiny"],
     }
     res = C.evaluate_claims([claim], tmp_path, "tiny")
-    assert res[0].verdict == C.HOLDS and res[0].seeds == "2/2"
-    C.write_claims(res, tmp_path / "claims.md", tmp_path / "claims.csv", "p", "tiny")
+    assert res[0].verdict == HOLDS and res[0].seeds == "2/2"
+    write_claims(res, tmp_path / "claims.md", tmp_path / "claims.csv", "p", "tiny")
     text = (tmp_path / "claims.md").read_text()
     assert "| consistency | paper | 0 | 1 | 0 | 0 | 0 | 0 | 0 | 1 |" in text
     assert "**holds** (by construction: any matrix with zero row sums has diagonal/off-diagonal ratio n - 1)" in text

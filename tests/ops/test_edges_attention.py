@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from seqmix.ops import feedback_solve as fs
-from seqmix.ops import path_attention, rotary
+from seqmix.ops import path_attention
+from seqmix.ops.rotary import reference as rotary
 from tests.edge_check import F64, Raises, _r, _t, check
 from tests.oracles import feedback_recurrence, path_logits_explicit, rotate_blocks
 

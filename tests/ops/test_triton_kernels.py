@@ -182,7 +182,7 @@ def test_rotation_attention_kernel_rope_steps_equal_rope():
     omega = torch.tensor([1.0, 0.3, 0.1, 0.01], dtype=F64)
     steps = ra_ref.rope_steps(T, omega)
     out = ra_kernel.rotation_attention(q, k, v, steps, steps)
-    from seqmix.ops import rotary
+    from seqmix.ops.rotary import reference as rotary
 
     cos, sin = rotary.cos_sin(rotary.rope_angles(T, omega), F64)
     qr, kr, vr = (rotary.rotate(t.double(), cos, sin) for t in (q, k, v))

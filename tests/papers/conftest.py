@@ -32,6 +32,7 @@ from seqmix.config import artefacts as A
 from seqmix.config.leaves import expand_cells
 from seqmix.config.loading import load_paper
 from seqmix.report import plots
+from seqmix.report.figure_style import figure_style_problems
 from tests.conftest import copy_workflow, snakemake_local
 
 SCALE = "tiny"
@@ -53,7 +54,7 @@ def figure_style(monkeypatch) -> list[Drawn]:
     panel); any problem fails the test that drew the figure. A test can read the list to look at what a
     figure draws (e.g. the artists labelled "paper")."""
     drawn: list[Drawn] = []
-    check = plots.figure_style_problems
+    check = figure_style_problems
 
     def recording(fig):
         problems = check(fig)

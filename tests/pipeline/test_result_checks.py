@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from seqmix.claims import engine as C
-from seqmix.claims.checks import ClaimResult
+from seqmix.claims.checks import HOLDS, ClaimResult
+from seqmix.claims.render import write_claims
 from seqmix.cli.main import main as cli_main
 from seqmix.io import checksum_path, read_json, verify_checksum, write_json, write_text
 from seqmix.pipeline.stages import run_stage
@@ -227,12 +228,12 @@ def test_a_summary_whose_checksum_was_deleted_is_refused_and_remade(tmp_path):
 
 def _claims_csv(results: Path, paper: str = "alpha", n: int = 6) -> Path:
     rows = [
-        ClaimResult(f"c{i}", "paper", "T1", "s", 1.0, 1.0, "within", C.HOLDS, ["tiny"], kind="reproduction")
+        ClaimResult(f"c{i}", "paper", "T1", "s", 1.0, 1.0, "within", HOLDS, ["tiny"], kind="reproduction")
         for i in range(n)
     ]
     md, csv = claims_paths(results, paper)
     md.parent.mkdir(parents=True)
-    C.write_claims(rows, md, csv, paper, "tiny")
+    write_claims(rows, md, csv, paper, "tiny")
     return csv
 
 

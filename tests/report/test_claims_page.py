@@ -15,9 +15,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from seqmix.claims import engine as C
-from seqmix.claims.checks import KIND_OF_SOURCE, ClaimResult
-from seqmix.claims.render import COUNT_COLUMNS, count_table
+from seqmix.claims.checks import DIFFERS, HOLDS, KIND_OF_SOURCE, NOT_EXPECTED, NOT_RUN, WITHIN_NOISE, ClaimResult
+from seqmix.claims.render import COUNT_COLUMNS, count_table, write_claims
 from seqmix.cli.main import main as cli_main
 from seqmix.report.claims_page import COLUMNS, STATEMENT_CHARS, write_claims_page, write_overview
 from seqmix.results import CorruptResult, claims_paths
@@ -71,7 +70,7 @@ class Tree(HTMLParser):
         self.stack[-1].children.append(data)
 
 
-def _claim(cid, source, artefact, verdict=C.HOLDS, **kw):
+def _claim(cid, source, artefact, verdict=HOLDS, **kw):
     base = {"statement": f"statement of {cid}", "reported": 0.5, "ours": 0.52, "check": "within(target=0.5)"}
     base.update(kw)
     base.setdefault("kind", KIND_OF_SOURCE[source])  # as the engine sets it (claims.checks.claim_kind)
@@ -82,7 +81,7 @@ def _claim(cid, source, artefact, verdict=C.HOLDS, **kw):
 # the csv's order: consistency first, artefacts interleaved and not alphabetical, as a paper config may list them
 CLAIMS = [
     _claim("id-1", "closed-form", "Thm 1", by_construction="zero row sums", detail="max |err| 0"),
-    _claim("r-b1", "paper", "Table 1", verdict=C.NOT_RUN, detail="exp9/summary.csv does not exist"),
+    _claim("r-b1", "paper", "Table 1", verdict=NOT_RUN, detail="exp9/summary.csv does not exist"),
     _claim(
         "r-a1",
         "paper",
@@ -93,17 +92,17 @@ CLAIMS = [
         seeds_used="0, 1, 2",
         detail="0.52 within 0.03 of 0.5",
     ),  # fmt: skip
-    _claim("d-1", "spec-derived", "Thm 2", verdict=C.DIFFERS, law="sqrt(L) growth (Thm 2)", statement=LONG),
-    _claim("r-a2", "paper", "Figure 3", verdict=C.WITHIN_NOISE, statement=EVIL, check="threshold(op=> value=|x|)"),
+    _claim("d-1", "spec-derived", "Thm 2", verdict=DIFFERS, law="sqrt(L) growth (Thm 2)", statement=LONG),
+    _claim("r-a2", "paper", "Figure 3", verdict=WITHIN_NOISE, statement=EVIL, check="threshold(op=> value=|x|)"),
     _claim("r-a3", "paper", "Figure 3", secondary="of r-a1: Table 3's rounding of the same number"),
-    _claim("r-b2", "paper", "Table 1", verdict=C.NOT_EXPECTED),
+    _claim("r-b2", "paper", "Table 1", verdict=NOT_EXPECTED),
 ]
 
 
 def _csv(results: Path, paper: str = "alpha", claims=CLAIMS) -> Path:
     md, csv = claims_paths(results, paper)
     md.parent.mkdir(parents=True, exist_ok=True)
-    C.write_claims(claims, md, csv, paper, "tiny", COMMIT, data="generated probes", device="cpu")
+    write_claims(claims, md, csv, paper, "tiny", COMMIT, data="generated probes", device="cpu")
     return csv
 
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import logging
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
 from seqmix.report import plots
-from seqmix.report.plots import figure_style_problems, legend_outside, paper_values, plt, reported_range
+from seqmix.report.figure_style import figure_style_problems
+from seqmix.report.plots import legend_outside, paper_values, reported_range
 
 
 @pytest.fixture(autouse=True)

@@ -7,13 +7,17 @@ import csv
 import io
 import math
 import os
+import subprocess
+import sys
+from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
 
 from seqmix.report import stats
-from seqmix.report.plots import band, plt, save_figure
+from seqmix.report.plots import band, save_figure
 from seqmix.report.tables import render_table, tex_escape, write_csv, write_table
 
 
@@ -139,3 +143,19 @@ def test_band_is_mean_and_std_over_seeds_and_save_figure_writes_its_data(tmp_pat
     assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and paths[1].read_bytes()[:5] == b"%PDF-"
     back = pd.read_csv(paths[2])
     assert back["mean"].tolist() == pytest.approx([2.0, 2.0, 5.0])
+
+
+def test_importing_plots_makes_pyplot_headless_whichever_is_imported_first():
+    """A figure module imports pyplot itself, beside ``plots`` (which sets the backend): with another backend
+    asked for (svg, one that needs no display), pyplot loaded first still draws with Agg once plots is in."""
+    code = (
+        "import matplotlib.pyplot as plt\n"
+        "before = plt.get_backend().lower()\n"
+        "import seqmix.report.plots\n"
+        "print(before, plt.get_backend().lower(), type(plt.figure().canvas).__name__)\n"
+    )
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "MPLBACKEND": "svg", "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["svg", "agg", "FigureCanvasAgg"]

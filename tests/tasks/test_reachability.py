@@ -106,7 +106,25 @@ def test_loss_option_names_match_the_losses():
     """The `loss` option's Literal (what the config schema allows) names exactly the implemented losses."""
     import typing
 
-    from seqmix.tasks.reachability import Loss
-    from seqmix.tasks.reachability_losses import LOSSES
+    from seqmix.tasks.reachability_losses import LOSSES, Loss
 
     assert typing.get_args(Loss) == LOSSES
+
+
+def test_diagnostics_read_the_internals_in_eval_mode_without_gradients():
+    """The internals forward is one step of the base Task's no-grad eval loop; only the grad-norm forward
+    runs with gradients, in the mode the caller left the model in (restored afterwards)."""
+    from seqmix.models import build_model
+    from seqmix.tasks.reachability_metrics import cascade_diagnostics
+
+    task = Reachability(**Reachability.example_options)
+    torch.manual_seed(0)
+    model = build_model(Reachability.example_model, task)
+    calls = []
+    model.register_forward_pre_hook(
+        lambda m, args, kwargs: calls.append((m.training, torch.is_grad_enabled(), "internals" in kwargs)),
+        with_kwargs=True,
+    )
+    model.train()
+    cascade_diagnostics(task, model, task.test_set(), grad_norms=True)
+    assert calls == [(False, False, True), (True, True, False)] and model.training

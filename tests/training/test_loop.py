@@ -28,7 +28,8 @@ from seqmix.pipeline.stages import leaf_key, run_stage
 from seqmix.rng import counter_generator
 from seqmix.tasks.rotation_teacher import RotationTeacher
 from seqmix.training import loop
-from seqmix.training.loop import NonFiniteError, build, train
+from seqmix.training.guard import NonFiniteError
+from seqmix.training.loop import build, train
 from seqmix.training.optim import build_optimizer, build_scheduler, lr_factor
 
 CKPT_KEYS = {"model", "optimizer", "scheduler", "step", "history", "config_hash"}

@@ -15,7 +15,7 @@ from seqmix.config.base import ConfigError, load_yaml
 from seqmix.config.leaves import cell_run_config
 from seqmix.config.loading import load_all
 from seqmix.io import config_hash
-from seqmix.training import loop
+from seqmix.training import loop, optim
 from seqmix.training.guard import NonFiniteError, StepGuard
 from seqmix.training.optim import param_groups
 from seqmix.training.runtime import Runtime, move
@@ -161,7 +161,7 @@ def lm_leaf(mixer: dict, steps: int = 6, lr: float = 0.01, weight_decay: float =
 
 def test_hinted_learning_rates_reach_the_loops_optimizer(tmp_path, monkeypatch):
     built = []
-    real = loop.build_optimizer
+    real = optim.build_optimizer
 
     def spy(model, tcfg):
         built.append((model, real(model, tcfg)))

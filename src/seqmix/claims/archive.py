@@ -27,7 +27,8 @@ import pandas as pd
 
 from ..io import checksum_path, read_json, write_bytes, write_json, write_text
 from ..results import verify_claims
-from .engine import evaluate_claims, write_claims
+from .engine import evaluate_claims
+from .render import write_claims
 
 META = "archive.json"
 VERDICT_DOCS = ("claims.md", "claims.csv")

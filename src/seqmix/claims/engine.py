@@ -56,7 +56,7 @@ Keys of a claim besides its selection and check:
 - ``where`` values are compared as the column's type ("2" matches an int column); a value that can be of no
   row's type is "invalid", not "no rows".
 
-Verdicts (claims_checks.VERDICTS): holds / differs / within noise / invalid / not run / not expected at this
+Verdicts (seqmix.claims.checks.VERDICTS): holds / differs / within noise / invalid / not run / not expected at this
 scale; "within noise" and secondary readings are counted apart from holds and differs.
 
 - "not run": results are missing: a file or column, a value listed in ``where`` (a list of wanted
@@ -81,17 +81,12 @@ from pathlib import Path
 from . import noise as noise_model
 from .checks import (
     CONSISTENCY,
-    DERIVED,
     DIFFERS,
     HOLDS,
     INVALID,
-    KIND_OF_SOURCE,
-    KINDS,
     NO_SEEDS,
     NOT_EXPECTED,
     NOT_RUN,
-    REPRODUCTION,
-    VERDICTS,
     WITHIN_NOISE,
     ClaimResult,
     InvalidInput,
@@ -100,38 +95,9 @@ from .checks import (
     claim_kind,
     run_check,
 )
-from .render import COLUMNS, to_frame, write_claims, write_counts
-from .select import _aggregate, load_table, read_claim, read_ours, read_reference
+from .select import read_claim, read_reference
 
-__all__ = [
-    "CONSISTENCY",
-    "COLUMNS",
-    "DERIVED",
-    "DIFFERS",
-    "HOLDS",
-    "INVALID",
-    "KINDS",
-    "KIND_OF_SOURCE",
-    "NOT_EXPECTED",
-    "NOT_RUN",
-    "REPRODUCTION",
-    "VERDICTS",
-    "WITHIN_NOISE",
-    "ClaimResult",
-    "InvalidInput",
-    "MissingResults",
-    "_aggregate",
-    "claim_kind",
-    "evaluate_claim",
-    "evaluate_claims",
-    "load_table",
-    "read_ours",
-    "read_reference",
-    "run_check",
-    "to_frame",
-    "write_claims",
-    "write_counts",
-]
+__all__ = ["evaluate_claim", "evaluate_claims"]
 
 
 def _check_text(check: dict) -> str:

@@ -121,7 +121,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_claims_summary(args):
     """The verdict counts per paper and kind (with scale and commit) that the README shows."""
-    from ..claims.engine import write_counts
+    from ..claims.render import write_counts
 
     command = f"python -m seqmix claims-summary --results {args.results} --out {args.out}"
     try:

@@ -80,7 +80,7 @@ def _verify_inputs(spec: dict) -> None:
 
 
 def cmd_claims(args):
-    from ..claims import engine as claims
+    from ..claims.engine import evaluate_claims
     from ..io import read_json
 
     start_ms = int(time.time() * 1000)
@@ -88,11 +88,11 @@ def cmd_claims(args):
     spec = read_json(args.run)
     from ..tracking.runs import git_commit
 
-    results = claims.evaluate_claims(spec["claims"], Path(spec["paper_dir"]), spec["scale"])
-    from ..claims.render import devices
+    results = evaluate_claims(spec["claims"], Path(spec["paper_dir"]), spec["scale"])
+    from ..claims.render import devices, write_claims
 
     data, device = spec.get("data") or "", devices(spec["inputs"]["summaries"])
-    claims.write_claims(
+    write_claims(
         results,
         Path(args.out_md),
         Path(args.out_csv),

@@ -1,8 +1,8 @@
 """Loading and validating the whole config: config/config.yaml and every config/papers/<paper>.yaml.
 
 Every error names the file, the key path and what was expected, and is raised before any job runs. The
-foundation (ConfigError, YAML, schemas) is ``config_base``; leaves and cells are ``leaves``; both are
-re-exported here for the workflow and the CLI.
+foundation (ConfigError, YAML, schemas) is ``seqmix.config.base`` and leaves and cells are
+``seqmix.config.leaves``; the workflow and the CLI import those names from there.
 """
 
 from __future__ import annotations

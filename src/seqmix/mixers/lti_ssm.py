@@ -130,5 +130,5 @@ class LinearSSM(nn.Module):
     def jacobian_bound(self, tau: int) -> float:
         """Thm 5.1 (1): ||C A^tau B||_2 <= ||C||_2 ||B||_2 ||A||_2^tau, in float64."""
         A, B, C = (m.weight.detach().double() for m in (self.A, self.B, self.C))
-        n2 = lambda M: float(torch.linalg.matrix_norm(M, ord=2))  # noqa: E731
+        n2 = lambda M: float(torch.linalg.matrix_norm(M, ord=2))
         return n2(C) * n2(B) * n2(A) ** tau

@@ -26,9 +26,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..ops import feedback_solve as fs_ops
-from ..ops import rotary
 from ..ops import rotation_attention as ra_ops
 from ..ops.dispatch import BackendOf
+from ..ops.rotary import reference as rotary
 from ..options import Opt, PosFloat, PosInt
 from ..registry import register_mixer
 from .base import check_divides, check_input, check_positive_int, register_preset

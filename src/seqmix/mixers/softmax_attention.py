@@ -39,10 +39,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..ops import path_attention as path_ops
-from ..ops import rotary
 from ..ops import rotation_attention as ra_ops
 from ..ops.dispatch import BackendOf
 from ..ops.path_attention import path_attention
+from ..ops.rotary import reference as rotary
 from ..options import NonNegInt, Opt, OptPosInt, PosFloat, PosInt
 from ..registry import register_mixer
 from .base import check_divides, check_input, check_positive_int, register_preset

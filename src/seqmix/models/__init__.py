@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import registry
 
+if TYPE_CHECKING:  # for the annotation only: importing this package stays free of torch until a model is built
+    import torch
 
-def build_model(model_cfg: dict, task) -> torch.nn.Module:  # noqa: F821
+
+def build_model(model_cfg: dict, task) -> torch.nn.Module:
     """Build the model named by ``model_cfg['name']`` from the config's options and ``task.model_inputs()``
     (sizes and fixed tensors, passed as keyword arguments; a non-null config key of the same name wins). The model
     never sees the task object. With ``target_params`` (``option_groups.Stack``) the width is chosen here so that

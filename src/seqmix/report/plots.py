@@ -11,6 +11,8 @@ from pathlib import Path
 
 import matplotlib
 
+# Importing this module is what makes every figure headless. Callers import pyplot themselves, before or after
+# this module: when pyplot is already loaded, matplotlib.use switches it over (tests/report/test_helpers.py).
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -23,10 +25,8 @@ from .figure_style import figure_style_problems
 __all__ = [
     "PAPER",
     "band",
-    "figure_style_problems",
     "legend_outside",
     "paper_values",
-    "plt",
     "reported_range",
     "save",
     "save_figure",

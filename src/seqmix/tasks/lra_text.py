@@ -24,8 +24,8 @@ from pathlib import Path
 import torch
 
 from .file_checks import load_parquet, parse_label, row_origin
-from .seq_data import SPLITS, balanced_labels, decode_bytes, encode_bytes, holdout, pad_rows, subsample
-from .text_sources import PROCEDURAL_LABEL, ZipfLanguage, corpus_label, find_text_files, read_text_file
+from .seq_data import SPLITS, balanced_labels, encode_bytes, holdout, pad_rows, subsample
+from .text_sources import ZipfLanguage, corpus_label, find_text_files, read_text_file
 
 POSITIVE = ("splendid", "delightful", "superb", "marvellous", "brilliant")
 NEGATIVE = ("dreadful", "awful", "terrible", "dismal", "abysmal")
@@ -173,4 +173,4 @@ def load_imdb(directory: str | os.PathLike, max_len: int = 4096, seed: int = 0, 
     return out
 
 
-__all__ = ["generate_sentiment", "load_imdb", "count_markers", "decode_bytes", "PROCEDURAL_LABEL"]
+__all__ = ["generate_sentiment", "load_imdb", "count_markers"]

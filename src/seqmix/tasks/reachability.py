@@ -27,12 +27,12 @@ from typing import Annotated, ClassVar, Literal
 
 import torch
 
-from ..ops.graphs import GraphBatch, lexmin, reachable_sets, sample_graphs
+from ..ops.graphs import GraphBatch, sample_graphs
 from ..options import NonNegInt, Opt, PosInt
 from ..registry import register_task
 from ..rng import counter_generator
 from .base import Task
-from .reachability_losses import LOSSES, Loss, cosine, ideal_targets, slot_losses, supervision_loss
+from .reachability_losses import LOSSES, Loss, supervision_loss
 from .reachability_metrics import cascade_diagnostics
 
 log = logging.getLogger("seqmix.reachability")
@@ -241,18 +241,4 @@ def expected_sizes(np_: float, L: int) -> list[float]:
     return [np_**c for c in range(L + 1)]
 
 
-__all__ = [
-    "GraphBatch",
-    "Reachability",
-    "sample_graphs",
-    "reachable_sets",
-    "fixed_embedding",
-    "ideal_targets",
-    "cosine",
-    "supervision_loss",
-    "slot_losses",
-    "set_size_table",
-    "expected_sizes",
-    "eval_set",
-    "lexmin",
-]
+__all__ = ["Reachability", "fixed_embedding", "set_size_table", "expected_sizes", "eval_set"]

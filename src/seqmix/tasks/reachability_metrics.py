@@ -17,7 +17,8 @@ import torch
 from ..capabilities import LayerwiseEdgeAttention
 from ..ops.graphs import GraphBatch
 from ..rng import counter_generator
-from .reachability_losses import cosine, ideal_targets, supervision_loss
+from .base import Task
+from .reachability_losses import cosine, ideal_targets
 
 
 def lemma18_cos(x: torch.Tensor, k: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
@@ -69,8 +70,9 @@ def cascade_diagnostics(task, model, b: GraphBatch, grad_norms: bool = True) -> 
     _require_internals(model)
     U = task.U.to(b.adj.dtype)
     L = task.L
-    with torch.no_grad():
-        res = model((b.adj, b.root), internals=True)
+    # Task.predict slices one tensor and returns one; this model reads (adj, root) and returns its internals
+    # (a dict), so the whole batch is one step of predict's eval-mode, no-grad loop
+    (res,) = Task.in_batches(model, 1, 1, lambda *_: model((b.adj, b.root), internals=True))
     k = b.V.sum(-1).to(torch.float64)  # (B, L+1)
     zstar = ideal_targets(b.V, U)  # (B, L+1, d)
     logits = res["z"] @ U  # (B, L+1, n)
@@ -210,4 +212,4 @@ def layer_grad_norms(task, model, b: GraphBatch) -> dict:
     return out
 
 
-__all__ = ["cascade_diagnostics", "layer_grad_norms", "lemma18_cos", "sn_projection", "supervision_loss"]
+__all__ = ["cascade_diagnostics", "layer_grad_norms", "lemma18_cos", "sn_projection"]

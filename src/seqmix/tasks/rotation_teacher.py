@@ -115,7 +115,7 @@ def probe_error(model: torch.nn.Module, n: int, k: int) -> float:
     x = torch.zeros(1, n, k, dtype=dtype)
     x[0, 0, 0] = 1.0
     A = teacher_transition(k)
-    y = model(x)[0].double()
+    y = Task.predict(model, x, dtype=None)[0].double()
     target = torch.stack([torch.eye(k, dtype=torch.float64)[0], A[:, 0]])
     return float(((y[:2] - target[: min(2, n)]) ** 2).sum())
 
@@ -136,16 +136,16 @@ def evaluate(task: RotationTeacher, model: torch.nn.Module, heads: int) -> dict:
     """Exp. I metrics: test MSE, normalised MSE, the Eckart-Young optimum, their ratio, the sup-norm
     error of the block operators (Def. 4.1) and the Thm 4.2 probe error."""
     x, y = task.test_set()
-    with torch.no_grad():
-        pred = model(x)
-        mse = float(torch.mean((pred.double() - y.double()) ** 2))
-        norm_mse = mse / float(torch.mean(y.double() ** 2))
-        opt = optimal_mse(lag_operators(task.k, task.n, task.rho), heads)
+    pred = task.predict(model, x, dtype=None)  # the whole set in one call, in the model's dtype
+    mse = float(torch.mean((pred.double() - y.double()) ** 2))
+    norm_mse = mse / float(torch.mean(y.double() ** 2))
+    opt = optimal_mse(lag_operators(task.k, task.n, task.rho), heads)
+    n, k = task.n, task.k
+    with torch.no_grad():  # the student's weights, read without a forward
         K_student = student_mixer(model).interaction_operator().double()
-        n, k = task.n, task.k
-        diff = (K_student - task.K).permute(0, 2, 1, 3).reshape(n * k, n * k)
-        sup_err = float(torch.linalg.matrix_norm(diff, ord=2))
-        probe = probe_error(model, n, k)
+    diff = (K_student - task.K).permute(0, 2, 1, 3).reshape(n * k, n * k)
+    sup_err = float(torch.linalg.matrix_norm(diff, ord=2))
+    probe = probe_error(model, n, k)
     return {
         "test_mse": mse,
         "norm_mse": norm_mse,

@@ -28,7 +28,7 @@ from .base import Task
 from .data_cache import cache_root, cached
 from .sampling import epoch_indices
 from .story_gen import stories
-from .text_data import HUB_NAME, SPLITS, load_simplestories, segments, token_streams
+from .text_data import HUB_NAME, load_simplestories, segments, token_streams
 
 PROCEDURAL, SIMPLESTORIES = "procedural-stories (substitute)", "SimpleStories"
 PIPELINE_VERSION = 1
@@ -188,4 +188,4 @@ class StoryLM(Task):
         return out
 
 
-__all__ = ["StoryLM", "lm_counts", "lm_report", "load_streams", "PROCEDURAL", "SIMPLESTORIES", "SPLITS"]
+__all__ = ["StoryLM", "lm_counts", "lm_report", "load_streams", "PROCEDURAL", "SIMPLESTORIES"]

@@ -27,7 +27,7 @@ from ..models.sizing import count_parameters
 from ..registry import get_task
 from . import lr_stages
 from .checkpoint import load_checkpoint, load_final_weights, save_checkpoint
-from .guard import NonFiniteError, StepGuard  # noqa: F401  (NonFiniteError is part of this module's API)
+from .guard import StepGuard
 from .optim import build_optimizer, build_scheduler
 from .progress import StepBar, leaf_label
 from .runtime import Runtime, cpu_batches, keep_inputs_on_device

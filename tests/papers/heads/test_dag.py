@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from filelock import FileLock
 
-from seqmix.claims.engine import VERDICTS
+from seqmix.claims.checks import VERDICTS
 from tests.conftest import snakemake_local
 from tests.papers.conftest import DAG_TEST_TIMEOUT, assert_declared_outputs_exist
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
-from seqmix.claims.engine import VERDICTS
+from seqmix.claims.checks import VERDICTS
 from tests.papers.conftest import DAG_TEST_TIMEOUT, assert_declared_outputs_exist
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(DAG_TEST_TIMEOUT)]

@@ -1,5 +1,5 @@
 """The rotations paper's theory checks T1-T13 and E6 (rotations spec §4, E6), as tests of the closed forms in
-seqmix.theory.rotations_* against independent oracles (Monte Carlo, dense matrices, brute force, quadrature),
+seqmix.papers.rotations.theory against independent oracles (Monte Carlo, dense matrices, brute force, quadrature),
 and of the two artefact functions of seqmix.papers.rotations.
 
 Numbers written here are the spec's [S] tables (§4 T1-T11, E6), not read from the code. Monte Carlo
@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from seqmix.claims import engine as C
+from seqmix.claims.checks import DIFFERS, HOLDS
 from seqmix.config.claim_families import expand_claims
 from seqmix.io import write_text
 from seqmix.papers.rotations import ARTEFACTS
@@ -285,14 +286,14 @@ def test_every_draft_claim_holds_at_tiny(checks_dir, root):
     claims = _draft_claims(root)
     assert len(claims) > 150
     results = C.evaluate_claims(claims, checks_dir.parent, "tiny")
-    bad = [(r.id, r.verdict, r.ours, r.detail) for r in results if r.verdict != C.HOLDS]
+    bad = [(r.id, r.verdict, r.ours, r.detail) for r in results if r.verdict != HOLDS]
     assert not bad
     df = pd.read_csv(checks_dir / "summary.csv", keep_default_na=False)
     moved = checks_dir.parent / "moved"
     df.loc[(df["quantity"] == "window") & (df["case"] == "a=1,eps=0.01"), "value"] = 28.0
     write_text(moved / "theory_checks" / "summary.csv", df.to_csv(index=False), checksum=True)
     verdicts = {r.id: r.verdict for r in C.evaluate_claims(claims, moved, "tiny")}
-    assert verdicts["rot-T1-window-a1-eps0.01"] == C.DIFFERS and verdicts["rot-T1-window-a2-eps0.01"] == C.HOLDS
+    assert verdicts["rot-T1-window-a1-eps0.01"] == DIFFERS and verdicts["rot-T1-window-a2-eps0.01"] == HOLDS
 
 
 def test_settings_reject_unknown_keys(tmp_path):

@@ -234,8 +234,8 @@ def trained(root, tmp_path_factory):
 def test_artefacts_write_their_declared_files_and_feed_the_claims(trained, name):
     import pandas as pd
 
-    from seqmix.claims.checks import DIFFERS, WITHIN_NOISE
-    from seqmix.claims.engine import HOLDS, evaluate_claim
+    from seqmix.claims.checks import DIFFERS, HOLDS, WITHIN_NOISE
+    from seqmix.claims.engine import evaluate_claim
     from seqmix.config.artefacts import artefact_spec, outputs
     from seqmix.papers.sessa import ARTEFACTS
     from seqmix.results import paper_dir

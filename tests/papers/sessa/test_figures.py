@@ -33,7 +33,9 @@ def test_path_counts_by_hops():
 @pytest.fixture(scope="module")
 def warm(tmp_path_factory):
     """matplotlib imported and its fonts (mathtext included) loaded once, outside the timed calls."""
-    from seqmix.report.plots import plt, save
+    import matplotlib.pyplot as plt
+
+    from seqmix.report.plots import save
 
     fig, ax = plt.subplots()
     ax.text(0, 0, r"$\tau \to t$ $B_{fb}$")

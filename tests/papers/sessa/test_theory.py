@@ -1,5 +1,5 @@
 """The Sessa paper's theory checks T1-T14 and closed-form diagnostics D1, D2, D3, D5 (spec §4, §3.6), as tests
-of the closed forms in seqmix.theory.sessa_* against independent oracles: dense float64 solves and matrix
+of the closed forms in seqmix.papers.sessa.theory against independent oracles: dense float64 solves and matrix
 powers, token-by-token loops, and brute-force enumeration of paths and compositions. The oracles here are
 written from the equations and never call the function they check.
 
@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 
 from seqmix.claims import engine as C
+from seqmix.claims.checks import CONSISTENCY, DIFFERS, HOLDS
 from seqmix.config.artefacts import analysis_slice
 from seqmix.config.loading import load_paper
 from seqmix.io import write_text
@@ -248,12 +249,12 @@ def test_theory_checks_artefact_writes_the_declared_columns_and_claims_hold(tiny
     claims = [c for c in paper["claims"] if c["id"].startswith("theory-")]
     assert len(claims) >= 150
     for res in C.evaluate_claims(claims, out, "tiny"):
-        want = (C.HOLDS,) if res.kind == C.CONSISTENCY else (C.HOLDS, C.DIFFERS)
+        want = (HOLDS,) if res.kind == CONSISTENCY else (HOLDS, DIFFERS)
         assert res.verdict in want, (res.id, res.kind, res.ours, res.detail)
     df.loc[(df["check"] == "T4") & (df["quantity"] == "loglog_slope") & (df["gamma"] == 0.3), "value"] += 0.01
     write_text(path, df.to_csv(index=False), checksum=True)
     verdicts = {r.id: r.verdict for r in C.evaluate_claims(claims, out, "tiny")}
-    assert verdicts["theory-T4-slope-g0.3-tau0"] == C.DIFFERS and verdicts["theory-T4-slope-g0.5-tau0"] == C.HOLDS
+    assert verdicts["theory-T4-slope-g0.3-tau0"] == DIFFERS and verdicts["theory-T4-slope-g0.5-tau0"] == HOLDS
 
 
 def test_figures_write_png_pdf_and_csv(tiny_artefact, tmp_path):

@@ -59,7 +59,7 @@ from .saved_once import check_attention_solve_args, strict_past_softmax
 # 4.56 ms) and saves nothing T x T beside alpha (helper measurement, 2026-11-27; benchmarks/RESULTS.md)
 METHOD = "sweep"
 METHODS = ("inverse", "sweep")
-__all__ = ["LEAF", "METHOD", "METHODS", "SWEEP_BLOCK", "feedback_attention_solve", "feedback_solve"]
+__all__ = ["METHOD", "METHODS", "feedback_attention_solve", "feedback_solve"]
 
 
 class _Inverse(torch.autograd.Function):

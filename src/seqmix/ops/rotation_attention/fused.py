@@ -47,7 +47,7 @@ import functools
 import torch
 import torch.nn.functional as F
 
-from ..rotary import accumulate_angles, cos_sin, rotate
+from ..rotary.reference import accumulate_angles, cos_sin, rotate
 from .recompute import attention_core_backward
 from .reference import checked
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from ..checks import Signature
-from ..rotary import accumulate_angles, cos_sin, rotate
+from ..rotary.reference import accumulate_angles, cos_sin, rotate
 
 
 def rope_steps(T: int, omega: torch.Tensor) -> torch.Tensor:

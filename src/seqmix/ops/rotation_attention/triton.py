@@ -27,7 +27,7 @@ require_kernel_runtime("rotation_attention")
 import triton  # noqa: E402 — only once the runtime is known to run kernels
 import triton.language as tl  # noqa: E402
 
-from ..rotary import accumulate_angles, rotate  # noqa: E402
+from ..rotary.reference import accumulate_angles, rotate  # noqa: E402
 from .recompute import attention_core_backward  # noqa: E402
 from .reference import checked  # noqa: E402
 

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
 from ...mixers.ssm import B2S6, S4D, S6
-from ...report.plots import legend_outside, plt, save_figure
+from ...report.plots import legend_outside, save_figure
 from ...report.tables import write_csv
 
 CASES = ("s6_pos", "s6_neg", "b2s6_mixed", "s4d")

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
 from ...capabilities import SoleMixer
 from ...mixers.ssm import B2S6
-from ...report.plots import legend_outside, plt, save_figure
+from ...report.plots import legend_outside, save_figure
 from ...report.tables import write_csv
 from ...results import is_done, leaf_marker
 from ...training.loop import load_trained

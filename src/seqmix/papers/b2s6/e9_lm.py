@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ...report.plots import legend_outside, paper_values, plt, save_figure
+from ...report.plots import legend_outside, paper_values, save_figure
 from ...report.tables import write_csv, write_table
 from ...results import is_done, leaf_marker, read_leaf_output
 from ...training.loop import build, build_task

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ...report.plots import legend_outside, paper_values, plt, save_figure
+from ...report.plots import legend_outside, paper_values, save_figure
 from ...results import read_leaf_output
 
 UNITS = {"s4d": "S4D", "s6": "S6", "b2s6": "B2S6"}

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...report.plots import plt, save
+import matplotlib.pyplot as plt
+
+from ...report.plots import save
 
 LINEAR, NONLINEAR, SHARED = "#b7e4b0", "#f9c78b", "#c6d8f0"
 

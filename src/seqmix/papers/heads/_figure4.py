@@ -118,7 +118,9 @@ def _panel_ablation(ax, df: pd.DataFrame, series: dict, grid: list) -> list[dict
 
 
 def figure4(spec: dict, out: Path) -> None:
-    from ...report.plots import legend_outside, plt, save
+    import matplotlib.pyplot as plt
+
+    from ...report.plots import legend_outside, save
 
     df = pd.read_csv(spec["inputs"]["summaries"]["exp2"])
     grid = sorted(spec["resolved"]["exp2"]["ssm"]["task"]["T"])

@@ -48,7 +48,9 @@ def figure1_matrices(st: dict) -> dict[str, np.ndarray]:
 
 
 def figure1(spec: dict, out: Path) -> None:
-    from ...report.plots import plt, save
+    import matplotlib.pyplot as plt
+
+    from ...report.plots import save
 
     st = spec["analysis"]["figure1"]
     fig, axes = plt.subplots(1, 4, figsize=(12, 3.3))
@@ -70,9 +72,10 @@ def figure1(spec: dict, out: Path) -> None:
 
 def figure2(spec: dict, out: Path) -> None:
     """The gradient-path schematic: the RNN's chain through A^T (top), attention's one-step highway (bottom)."""
+    import matplotlib.pyplot as plt
     from matplotlib.patches import Circle, FancyArrowPatch
 
-    from ...report.plots import plt, save
+    from ...report.plots import save
 
     red, blue = "tab:red", "tab:blue"
     fig, (top, bot) = plt.subplots(2, 1, figsize=(8, 5.2))
@@ -142,7 +145,9 @@ def figure2(spec: dict, out: Path) -> None:
 
 
 def figure3_left(spec: dict, out: Path) -> None:
-    from ...report.plots import legend_outside, plt, save
+    import matplotlib.pyplot as plt
+
+    from ...report.plots import legend_outside, save
 
     df = pd.read_csv(spec["inputs"]["summaries"]["exp1"])
     theory_df = pd.read_csv(next(p for p in spec["inputs"]["artefacts"]["theory"] if p.endswith("summary.csv")))
@@ -184,7 +189,9 @@ def figure3_left(spec: dict, out: Path) -> None:
 
 
 def figure3_right(spec: dict, out: Path) -> None:
-    from ...report.plots import legend_outside, plt, save
+    import matplotlib.pyplot as plt
+
+    from ...report.plots import legend_outside, save
 
     df = pd.read_csv(spec["inputs"]["artefacts"]["spectrum"][0])
     teacher = df[df.source == "teacher"].sort_values("index")

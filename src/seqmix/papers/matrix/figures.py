@@ -72,9 +72,10 @@ def heatmap_frame(spec: dict) -> pd.DataFrame:
 
 
 def heatmap(spec: dict, out: Path) -> None:
+    import matplotlib.pyplot as plt
     from matplotlib.patches import Patch, Rectangle
 
-    from ...report.plots import plt, save_figure
+    from ...report.plots import save_figure
 
     df = heatmap_frame(spec)
     tasks, mixers = _order(df["experiment"]), _order(df["mixer"])
@@ -161,10 +162,11 @@ STYLE = {"measured": "-", "exponential": ":", "power": "--", "1/lag": "-."}
 
 
 def influence_curves(spec: dict, out: Path) -> None:
+    import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     from matplotlib.ticker import LogLocator, NullFormatter
 
-    from ...report.plots import plt, save_figure
+    from ...report.plots import save_figure
 
     df, labels = curves_frame(spec)
     tasks = list(labels)

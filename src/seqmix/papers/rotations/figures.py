@@ -97,7 +97,9 @@ def edge_rows() -> list[dict]:
 
 def figure1(spec: dict, out: Path) -> None:
     """Writes figure1.png, figure1.pdf and figure1.csv (the edge list) into ``out``."""
-    from ...report.plots import plt, save_figure
+    import matplotlib.pyplot as plt
+
+    from ...report.plots import save_figure
 
     fig, ax = plt.subplots(figsize=(11, 8))
     for label, x, y in NODES.values():

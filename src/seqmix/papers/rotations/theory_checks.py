@@ -136,7 +136,9 @@ def _panel_value_side(ax, s: dict) -> list[dict]:
 
 
 def figure_e6(spec: dict, out: Path) -> None:
-    from ...report.plots import legend_outside, plt, save_figure
+    import matplotlib.pyplot as plt
+
+    from ...report.plots import legend_outside, save_figure
 
     s = _settings(spec, "figure_e6", FIGURE_TINY)
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))

@@ -11,6 +11,7 @@ ARTEFACTS = lazy_artefacts(
         "theory_checks": ["theory_checks"],
         "figures_theory": ["figure_d1_kernels", "figure_d5_deep"],
         "figures": ["figure1", "figure2"],
-        "diagnostics": ["d4_init_jacobians", "d6_influence", "d7_routing", "d8_gradient_flow"],
+        "diagnostics_init": ["d4_init_jacobians"],
+        "diagnostics": ["d6_influence", "d7_routing", "d8_gradient_flow"],
     },
 )

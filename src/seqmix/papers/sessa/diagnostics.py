@@ -1,6 +1,6 @@
 """The artefacts of the derived diagnostics D4, D6-D8 of spec §3.6 (``fn(spec, out)``, see seqmix.config.artefacts).
 
-- ``d4_init_jacobians``: one block per mixer at random init (``diagnostics_init``), no training read;
+- ``d4_init_jacobians`` (defined in ``diagnostics_init``): one block per mixer at random init, no training read;
 - ``d6_influence``, ``d7_routing``, ``d8_gradient_flow``: every trained E1/E2 leaf the artefact reads
   (``reads.leaves``), in float64 (``diagnostics_influence``, ``diagnostics_routing``).
 Each writes ``summary.csv`` (long rows ..., quantity, value; checksummed: the claims read it), ``curves.csv``
@@ -17,12 +17,11 @@ from ...report.tables import write_csv
 from . import diagnostics_figures as figures
 from .diagnostics_common import trained_leaves
 from .diagnostics_influence import gradient_flow_leaf, influence_leaf
-from .diagnostics_init import d4_init_jacobians
 from .diagnostics_routing import routing_leaf
 
 log = logging.getLogger("seqmix.papers.sessa")
 
-__all__ = ["d4_init_jacobians", "d6_influence", "d7_routing", "d8_gradient_flow"]
+__all__ = ["d6_influence", "d7_routing", "d8_gradient_flow"]
 
 
 def _per_leaf(spec: dict, out: Path, per_leaf, figure) -> None:

@@ -20,7 +20,7 @@ import torch
 
 from ...capabilities import LayerStack
 from ...results import is_done, leaf_marker
-from ...tasks import diffuse_mqar, symbolsoup
+from ...tasks import diffuse_mqar, diffuse_mqar_data, symbolsoup, symbolsoup_data
 from ...training.checkpoint import load_checkpoint, load_final_weights
 from ...training.loop import build
 
@@ -57,13 +57,13 @@ def probe_batch(task, n: int) -> ProbeBatch:
         stats = task.data.stats(task.eval_split)[:n]
         T = x.shape[1]
         anchor = torch.full((len(x),), T - 1)
-        return ProbeBatch(x, y, anchor, x != symbolsoup.PAD, stats[:, 1:3].clone())
+        return ProbeBatch(x, y, anchor, x != symbolsoup_data.PAD, stats[:, 1:3].clone())
     if isinstance(task, diffuse_mqar.DiffuseMQAR):
         n = min(n, task.sizes[task.eval_split])
         x, y, lags = task.split_set(task.eval_split, 0, n)
         pos = torch.arange(x.shape[1])[None, :].expand_as(y)
-        anchor = torch.where(y != diffuse_mqar.IGNORE, pos, -1).amax(1)
-        valid = (x != diffuse_mqar.PAD) & (pos <= anchor[:, None])
+        anchor = torch.where(y != diffuse_mqar_data.IGNORE, pos, -1).amax(1)
+        valid = (x != diffuse_mqar_data.PAD) & (pos <= anchor[:, None])
         marks = lags.gather(1, anchor[:, None])
         return ProbeBatch(x, y, anchor, valid, marks)
     raise TypeError(f"the Sessa diagnostics know E1 (symbolsoup) and E2 (diffuse_mqar), not {type(task).__name__}")

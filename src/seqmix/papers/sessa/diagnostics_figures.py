@@ -7,9 +7,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import pandas as pd
 
-from ...report.plots import legend_outside, plt, save
+from ...report.plots import legend_outside, save
 
 COLORS = {"sessa": "C0", "transformer": "C1", "mamba2": "C2", "sessa_nofb": "C3", "softmax_attention": "C1"}
 

@@ -45,9 +45,10 @@ def count_paths(edges: list[tuple[int, int]], n: int = N_NODES) -> dict[int, int
 
 def figure1(spec: dict, out: Path) -> None:
     """Three panels over the nodes tau..t: each mixer's one-layer routing edges."""
+    import matplotlib.pyplot as plt
     from matplotlib.patches import Circle, FancyArrowPatch
 
-    from ...report.plots import plt, save
+    from ...report.plots import save
 
     fig, axes = plt.subplots(3, 1, figsize=(7.5, 5.6))
     for ax, (kind, title, color) in zip(axes, PANELS, strict=True):
@@ -144,7 +145,9 @@ def _mixer(ax, y0: float) -> tuple[float, float]:
 
 def figure2(spec: dict, out: Path) -> None:
     """The Sessa layer's block diagram (spec §2.1-2.2)."""
-    from ...report.plots import plt, save
+    import matplotlib.pyplot as plt
+
+    from ...report.plots import save
 
     fig, ax = plt.subplots(figsize=(13, 4.6))
     y = 2.4

@@ -33,7 +33,9 @@ def _long(curves: list[dict], keys: tuple[str, ...], lags: np.ndarray) -> list[d
 
 
 def figure_d1_kernels(spec: dict, out: Path) -> None:
-    from ...report.plots import legend_outside, plt, save_figure
+    import matplotlib.pyplot as plt
+
+    from ...report.plots import legend_outside, save_figure
 
     st = spec["analysis"]["theory_checks"]["d1"]
     curves = d1_curves(st, np.random.default_rng(spec["analysis"]["theory_checks"]["seed"]))
@@ -71,7 +73,9 @@ def figure_d1_kernels(spec: dict, out: Path) -> None:
 
 
 def figure_d5_deep(spec: dict, out: Path) -> None:
-    from ...report.plots import legend_outside, plt, save_figure
+    import matplotlib.pyplot as plt
+
+    from ...report.plots import legend_outside, save_figure
 
     st = spec["analysis"]["theory_checks"]["d5"]
     curves = d5_curves(st)

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 
-from ...report.plots import band, legend_outside, paper_values, plt, reported_range, save_figure
+from ...report.plots import band, legend_outside, paper_values, reported_range, save_figure
 from .inputs import MODE_COLOR, MODE_LABEL, MODES, histories, reported, summary, task
 
 

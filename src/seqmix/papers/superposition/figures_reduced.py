@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ...report.plots import legend_outside, paper_values, plt, reported_range, save_figure
+from ...report.plots import legend_outside, paper_values, reported_range, save_figure
 from .inputs import artefact_file, reported
 
 
