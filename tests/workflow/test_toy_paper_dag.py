@@ -4,20 +4,27 @@ the workflow, a throwaway paper (config/papers/toy.yaml and src/seqmix/papers/to
 @register_mixer) enters the DAG with no other file of the tree touched; run for real, editing one claim
 re-runs only the claims step and editing one artefact's analysis slice re-runs only that artefact (and what
 reads its outputs: the claims and the report index); a corrupt summary is left in place and named by a dry run,
-and moved aside and made again, with what reads it, by a run that targets only the paper's claims."""
+and moved aside and made again, with what reads it, by a run that targets only the paper's claims. The throwaway
+mixer keeps the mixer contract (seqmix.mixers.base.Mixer): the contract test, unedited, run on a copy of src
+holding it, checks every clause on it and passes, and fails a copy that breaks three clauses (no DAG: that
+test is in the unit lane, the others are marked integration)."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
+import sys
 import textwrap
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT, copy_workflow, snakemake_local
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+pytestmark = pytest.mark.timeout(900)
 
 TOY_YAML = """\
 paper: toy
@@ -108,7 +115,7 @@ TOY_MIXER = '''
 """A throwaway mixer: a causal exponential moving average of a linear map of the input,
 y_t = sum_{s <= t} decay^(t - s) W x_s (x: (B, L, d_model) -> (B, L, d_model))."""
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import torch
 from torch import nn
@@ -120,6 +127,9 @@ from .base import check_input, check_positive_int
 
 @register_mixer("toy_mixer")
 class ToyMixer(nn.Module):
+    example_options: ClassVar[dict] = {"decay": 0.5}
+    causal = True
+
     def __init__(
         self,
         d_model: int,
@@ -133,8 +143,8 @@ class ToyMixer(nn.Module):
         self.d_model, self.decay, self.backend = d_model, decay, "reference"
         self.W = nn.Linear(d_model, d_model, bias=False)
 
-    def init_state(self, batch: int) -> torch.Tensor:
-        return self.W.weight.new_zeros(batch, self.d_model)
+    def init_state(self, batch: int, dtype: torch.dtype = torch.float32, device=None) -> torch.Tensor:
+        return torch.zeros(batch, self.d_model, dtype=dtype, device=device)
 
     def step(self, x_t: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         y = self.decay * state + self.W(x_t)
@@ -142,12 +152,24 @@ class ToyMixer(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         check_input(x, self.d_model, "toy_mixer")
-        state, ys = self.init_state(x.shape[0]).to(x.dtype), []
+        state, ys = x.new_zeros(x.shape[0], self.d_model), []
         for t in range(x.shape[1]):
             y, state = self.step(x[:, t], state)
             ys.append(y)
         return torch.stack(ys, dim=1)
 '''
+
+# The toy mixer as this test first wrote it, breaking clauses 2, 3 and 6 of the mixer contract: no
+# example_options, no causal, init_state(batch). (good text, broken text) pairs applied to TOY_MIXER.
+BREAKS = [
+    ('"toy_mixer"', '"toy_broken"'),
+    ('    example_options: ClassVar[dict] = {"decay": 0.5}\n    causal = True\n', ""),
+    (
+        "init_state(self, batch: int, dtype: torch.dtype = torch.float32, device=None) -> torch.Tensor:\n"
+        "        return torch.zeros(batch, self.d_model, dtype=dtype, device=device)",
+        "init_state(self, batch: int) -> torch.Tensor:\n        return torch.zeros(batch, self.d_model)",
+    ),
+]
 
 # the files the throwaway paper and mixer add, relative to the copy's root: nothing else may change
 ADDED = {
@@ -198,6 +220,59 @@ def job_counts(out: str) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", table, flags=re.M)}
 
 
+def contract_outcomes(tmp_path: Path, mixers: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """{test id: (outcome, failure message)} of tests/mixers/test_contract.py, run as it is in a fresh process on
+    a copy of src with ``mixers`` ({registered name: module text}) added to seqmix/mixers, selecting those
+    mixers' tests (the contract test parametrizes over every registered mixer, so nothing names them there)."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "src" / "seqmix", src / "seqmix", ignore=shutil.ignore_patterns("__pycache__"))
+    for name, text in mixers.items():
+        (src / "seqmix" / "mixers" / f"{name}.py").write_text(textwrap.dedent(text))
+    report = tmp_path / "contract.xml"
+    args = ["-q", "-p", "no:cacheprovider", "-k", " or ".join(mixers), f"--junitxml={report}"]
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", *args, str(ROOT / "tests" / "mixers" / "test_contract.py")],
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(src)),  # the copy's seqmix, with the added mixers, not ROOT's
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert report.exists(), r.stdout[-3000:] + r.stderr[-3000:]
+    out = {}
+    for case in ET.parse(report).iter("testcase"):
+        outcome = {"failure": "failed", "error": "error", "skipped": "skipped"}
+        bad = [c for c in case if c.tag in outcome]
+        out[case.get("name")] = (outcome[bad[0].tag], bad[0].get("message") or "") if bad else ("passed", "")
+    return out
+
+
+@pytest.mark.slow
+def test_the_throwaway_mixer_keeps_the_mixer_contract_and_a_broken_one_fails_it(tmp_path):
+    from seqmix.mixers.base import Mixer
+
+    broken = TOY_MIXER
+    for good, bad in BREAKS:
+        assert good in broken, good
+        broken = broken.replace(good, bad)
+    outcomes = contract_outcomes(tmp_path, {"toy_mixer": TOY_MIXER, "toy_broken": broken})
+    stated = {int(n) for n in re.findall(r"^\s{4}(\d+)\. ", Mixer.__doc__, flags=re.M)}
+
+    def of(mixer: str) -> dict[str, tuple[int, str, str]]:
+        """{test id: (clause, outcome, message)} of the clause tests parametrized with ``mixer``."""
+        ids = [t for t in outcomes if re.search(rf"[\[-]{mixer}[\]-]", t)]
+        return {t: (int(re.match(r"test_clause_(\d+)_", t).group(1)), *outcomes[t]) for t in ids}
+
+    toy = of("toy_mixer")
+    assert {c for c, _, _ in toy.values()} == stated, sorted(toy)  # every clause checked on the toy
+    assert all(o == "passed" for _, o, _ in toy.values()), {t: v for t, v in toy.items() if v[1] != "passed"}
+    failed = {t: v for t, v in of("toy_broken").items() if v[1] != "passed"}
+    assert {c for c, _, _ in failed.values()} == {2, 3, 6}, failed
+    assert all(o == "failed" and f"clause {c}" in m for c, o, m in failed.values()), failed  # names its clause
+    assert any("init_state('batch',)" in m for _, _, m in failed.values()), failed
+
+
+@pytest.mark.integration
 def test_throwaway_paper_enters_the_dag_with_no_other_file_changed(toy):
     papers = sorted(p.name for p in (toy / "config" / "papers").glob("*.yaml"))
     assert papers == sorted([p.name for p in (ROOT / "config" / "papers").glob("*.yaml")] + ["toy.yaml"])
@@ -212,6 +287,7 @@ def test_throwaway_paper_enters_the_dag_with_no_other_file_changed(toy):
         assert (toy / rel).read_bytes() == (ROOT / rel).read_bytes(), rel
 
 
+@pytest.mark.integration
 def test_claim_edit_reruns_claims_only_and_slice_edit_reruns_its_artefact(toy):
     first = snakemake_local(toy, "--config", "papers=[toy]", timeout=600)
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-3000:]
@@ -265,6 +341,7 @@ def test_claim_edit_reruns_claims_only_and_slice_edit_reruns_its_artefact(toy):
     assert "holds" in (res / "claims.csv").read_text()
 
 
+@pytest.mark.integration
 def test_a_throwaway_mixer_joins_the_matrix_with_one_config_line(toy):
     """Adding a mixer to every task of the cross-paper matrix: its module (the toy fixture's) and one line in
     variant_sets.mixers of config/papers/matrix.yaml; the cpu scale runs every variant of the set."""

@@ -1,6 +1,7 @@
 """The mixer contract shared by every registered mixer of the shared library: :class:`Mixer` (its docstring
 is the contract, clause by clause; ``tests/mixers/test_contract.py`` enforces each clause for every registered
-mixer and names the clause it finds broken), plus ``build_mixer`` and ``register_preset``."""
+mixer in tests named ``test_clause_<N>_...``, and only what the clauses state), plus ``build_mixer`` and
+``register_preset``."""
 
 from __future__ import annotations
 
@@ -22,29 +23,38 @@ class Mixer(Protocol):
        beside it (``seqmix.options``), and the config schema is generated from them. ``layer_idx`` is the
        mixer's position in its stack (per-layer values, e.g. random seeds, derive from it); ``seq_len`` is the
        model's sequence length (None when the model has none). A mixer mapping d_in -> d_out channels takes
-       ``d_model`` = d_in and ``d_out`` as an option. Built from the defaults its signature declares (plus its
-       required options) at width 64, it runs.
-    2. ``example_options``: a class attribute, small options that build it at width 8 and length 6 (the
-       contract test) and learn at width 32 (the learning test); valid against the generated schema.
-       ``benchmarks/mixers.py`` takes its required options from it. None of the three keeps a hand list, so
-       a new mixer needs no edit of theirs.
-    3. ``causal``: a bool class attribute. A causal mixer's output at t depends on inputs 0..t only; a
-       non-causal one (``bidirectional``) sees the whole sequence.
+       ``d_model`` = d_in and ``d_out`` as an option. Built from the defaults its signature declares, plus
+       its required options (those without a default) as ``example_options`` gives them, at width 64, it
+       runs. An option value it cannot be built with (a head count that does not divide the width, a state
+       size of 0) is a ValueError naming that option.
+    2. ``example_options``: a dict class attribute, small options that build it at width 8 and length 6 (the
+       contract test) and learn at width 32 (the learning test); valid against the generated schema, and
+       giving every required option. ``benchmarks/mixers.py`` takes its required options from it. None of
+       the three keeps a hand list, so a new mixer needs no edit of theirs.
+    3. ``causal``: a bool class attribute. A causal mixer's output at t depends on inputs 0..t only, and on
+       input t itself; a non-causal one (``bidirectional``) sees the whole sequence: its first output
+       depends on the last input.
     4. ``forward(x)``: x (B, L, d_model) -> (B, L, d_model), of x's dtype (float32 and float64), finite, and
-       differentiable (float64 gradcheck).
-    5. ``backend``: a str attribute (or property) naming the implementation that ran: "reference" for the
-       shared library's torch code, "lean" for the selective-scan units on CPU, "triton" for a Triton kernel,
-       "torch-reference" for the heads paper's plain-torch mixers; ``seqmix.ops.backends.backend_report``
-       collects it per layer.
+       differentiable (float64 gradcheck), at any length L (up to ``seq_len`` when given); a class whose
+       parameters are tied to the training length declares ``fixed_length = True`` and takes L = ``seq_len``
+       only. An input whose last dimension is not ``d_model`` is a ValueError that states the expected width
+       (``check_input`` below writes one).
+    5. ``backend``: a str attribute (or property, or ``ops.dispatch.BackendOf`` descriptor) naming what runs
+       on the mixer's device: "reference" (plain torch: an op's reference backend, or no op at all), "lean",
+       "fused" or "triton" (an op's other backends, ``seqmix.ops.dispatch``), or "torch-reference" (what
+       ``backend_report`` says of a module that declares none; plain-torch mixers may declare it so that
+       their run tags stay the same). A mixer whose ops run on different backends joins their names,
+       sorted, with "+". On CPU it is never "fused" or "triton" (the automatic choice there is lean or
+       reference). ``seqmix.ops.backends.backend_report`` collects it per layer, under the mixer's path.
     6. Step mode, optional (``seqmix.capabilities.StepMode``): a causal mixer with a recurrent form offers
-       ``init_state(batch, dtype=torch.float32, device=None) -> state`` and ``step(x_t, state) -> (y_t, state)``
-       with x_t, y_t: (B, d_model); stepping through a sequence from ``init_state`` equals the parallel forward.
-       A mixer has both methods or neither.
+       ``init_state(batch, dtype=torch.float32, device=None) -> state`` (StepMode's signature) and
+       ``step(x_t, state) -> (y_t, state)`` with x_t, y_t: (B, d_model); stepping through a sequence from
+       ``init_state`` equals the parallel forward. A mixer has both methods or neither.
     """
 
     example_options: ClassVar[dict]
     causal: ClassVar[bool]
-    backend: Any  # str, or a property / ``ops.backends.BackendOf`` descriptor giving one
+    backend: Any  # str, or a property / ``ops.dispatch.BackendOf`` descriptor giving one
 
     def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, **options: Any) -> None: ...
 
