@@ -4,6 +4,7 @@ sub-command with its examples, and the 'did you mean' hint."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 # the line that opens a people's command's examples in its --help; each example below it starts with EXAMPLE
 EXAMPLES = "examples:"
@@ -54,3 +55,23 @@ def near_miss(name: str, known: list[str]) -> str:
 
     near = difflib.get_close_matches(name, known, n=1)
     return f"; did you mean {near[0]!r}?" if near else ""
+
+
+def read_input_json(cmd: str, path: str, what: str, remake: str) -> dict[str, Any]:
+    """The JSON object of a rule's input file ``path`` (a run config, dispatch settings), or a one-line
+    ``SystemExit`` naming ``what``, the file and ``remake`` (how to get it again): a wrong path or a truncated
+    file ended in a traceback of FileNotFoundError or JSONDecodeError that named no file."""
+    import json
+
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        raise SystemExit(f"seqmix {cmd}: {what} {path} does not exist; {remake}") from None
+    except OSError as e:
+        raise SystemExit(f"seqmix {cmd}: {what} {path} cannot be read ({e.strerror or e}); {remake}") from None
+    except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError is a ValueError
+        raise SystemExit(f"seqmix {cmd}: {what} {path} is not valid JSON ({e}); delete it and {remake}") from None
+    if not isinstance(data, dict):
+        raise SystemExit(f"seqmix {cmd}: {what} {path} is not a JSON object (got {type(data).__name__}); {remake}")
+    return data

@@ -8,7 +8,9 @@ import time
 from pathlib import Path
 
 from ..pipeline.runner import setup
-from .common import command
+from .common import command, read_input_json
+
+RUN_REMAKE = "rerun snakemake, which writes it (results/<scale>/<paper>/run/)"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,11 +49,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_artefact(args):
     """Run one artefact of a paper: ``seqmix.papers.<paper>.ARTEFACTS[spec["name"]](spec, out)``."""
-    from ..io import read_json
     from ..registry import artefact_function
 
+    spec = read_input_json("artefact", args.run, "run spec", RUN_REMAKE)
     setup(args.threads, torch_now=False)
-    spec = read_json(args.run)
     try:
         fn = artefact_function(spec["paper"], spec["name"])
     except LookupError as e:
@@ -81,11 +82,10 @@ def _verify_inputs(spec: dict) -> None:
 
 def cmd_claims(args):
     from ..claims.engine import evaluate_claims
-    from ..io import read_json
 
     start_ms = int(time.time() * 1000)
+    spec = read_input_json("claims", args.run, "run spec", RUN_REMAKE)
     setup(args.threads, torch_now=False)
-    spec = read_json(args.run)
     from ..tracking.runs import git_commit
 
     results = evaluate_claims(spec["claims"], Path(spec["paper_dir"]), spec["scale"])

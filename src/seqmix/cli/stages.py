@@ -11,7 +11,10 @@ from __future__ import annotations
 import argparse
 
 from ..pipeline.runner import run_cell_stage, setup
-from .common import command
+from .common import command, read_input_json
+
+# how a stage's run config is made again (the run_config rule writes it; a corrupt one is moved aside first)
+RUN_REMAKE = "rerun snakemake, whose run_config rule writes it (results/<scale>/<paper>/run/<experiment>.<cell>.json)"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_stage(args) -> None:
     stage = args.stage
+    read_input_json(stage, args.run, "run config", RUN_REMAKE)  # a wrong path: one line, not a traceback
     if args.set:  # one-run overrides (seqmix.config.overrides): the stage runs the rewritten run config
         from ..config.base import ConfigError
         from ..config.overrides import write_overridden_run
@@ -49,9 +53,7 @@ def cmd_stage(args) -> None:
         except ConfigError as e:
             raise SystemExit(f"config error: {e}") from None
     if args.dispatch:
-        from ..io import read_json
-
-        settings = read_json(args.dispatch)
+        settings = read_input_json(stage, args.dispatch, "dispatch settings", "rerun snakemake, which writes it")
         from ..pipeline.dispatch import wants
 
         if wants(settings, stage):

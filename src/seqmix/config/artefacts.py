@@ -40,6 +40,7 @@ from typing import Any
 from .. import results as layout
 from ..registry import paper_module
 from .base import ConfigError, deep_merge, load_yaml, validate
+from .credentials import redact_tracking
 from .figure_captions import validate_paper_values
 from .leaves import leaf_config, leaf_record, scale_variants
 
@@ -175,7 +176,7 @@ def claims_spec(paper: str, paper_cfg: dict, scale: str, results: str | Path, tr
         "scale": scale,
         "paper_dir": str(layout.paper_dir(root, paper)),
         "results": str(results),
-        "tracking": tracking,
+        "tracking": redact_tracking(tracking),  # a run config: a URI password never written
         "claims": paper_cfg.get("claims") or [],
         "data": (paper_cfg.get("data") or {}).get(scale, ""),  # the data law the scale ran on (claims.md header)
         "inputs": {

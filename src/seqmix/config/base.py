@@ -1,6 +1,7 @@
 """The config's foundation: the error every config problem raises (file, key path, expectation), YAML
-loading, JSON-schema validation with readable messages, and dotted-path helpers. Imports nothing of seqmix,
-so every config module (claims, components, artefacts, leaves) can build on it without circles."""
+loading, JSON-schema validation with readable messages, and dotted-path helpers. Imports nothing of seqmix
+but ``credentials`` (which imports nothing), so every config module (claims, components, artefacts, leaves)
+can build on it without circles."""
 
 from __future__ import annotations
 
@@ -13,13 +14,17 @@ from typing import Any
 
 import yaml
 
+from .credentials import redact
+
 SCHEMA_DIR_DEFAULT = Path(__file__).resolve().parents[3] / "workflow" / "schemas"
 
 
 class ConfigError(ValueError):
-    """A config problem, reported as '<file>: <key.path>: <what was expected>'."""
+    """A config problem, reported as '<file>: <key.path>: <what was expected>'. The message never shows a
+    URI's password: a schema error quotes the value it refuses, and every config error reaches the logs."""
 
     def __init__(self, file: str | Path, keypath: str, message: str):
+        message = redact(message)
         self.file, self.keypath, self.message = str(file), keypath, message
         super().__init__(f"{file}: {keypath or '<top>'}: {message}")
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from ..io import config_hash
 from ..results import leaf_dir, scale_root
 from .base import deep_merge, set_path
+from .credentials import redact_tracking
 
 RUNTIME_KEYS = ("device", "dtype", "amp", "compile", "kernels")  # global keys a job's Runtime is built from
 
@@ -100,14 +101,14 @@ def expand_cells(paper: str, paper_cfg: dict, scale: str) -> dict[tuple[str, str
 def cell_run_config(paper: str, experiment: str, cell: str, leaves: list[Leaf], scale: str, globals_: dict) -> dict:
     """The run-config file a cell's jobs read: every leaf's canonical config and hash. ``results`` stays the
     results root (MLflow's store and lock live there, shared by the scales); the leaves' directories are
-    under the scale's root."""
+    under the scale's root. Its tracking URI carries no password (the file is kept beside the results)."""
     return {
         "paper": paper,
         "experiment": experiment,
         "cell": cell,
         "scale": scale,
         "results": globals_["results"],
-        "tracking": globals_["tracking"],
+        "tracking": redact_tracking(globals_["tracking"]),
         "runtime": {k: globals_[k] for k in RUNTIME_KEYS if k in globals_},  # resolved in the job (training.runtime)
         "leaves": [leaf_record(leaf, scale_root(globals_["results"], scale)) for leaf in leaves],
     }

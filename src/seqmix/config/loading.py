@@ -101,7 +101,10 @@ def load_paper(path: str | Path, scale: str, schema_dir: Path | None = None, dat
 
 def blame_command_line(error: ConfigError, config: dict, config_file: str | Path = "config/config.yaml") -> str:
     """The message of ``error`` with its origin: a key of the global config whose value is not the file's came
-    from Snakemake's ``--config`` (or a profile), so the message names that, not the file."""
+    from Snakemake's ``--config`` (or a profile), so the message names that, not the file. The value is shown
+    with any URI password hidden (Snakemake writes the message to its log)."""
+    from .credentials import redact
+
     top = (error.keypath or "").split(".")[0].split("[")[0]
     if error.file != str(config_file) or not top or top not in config:
         return str(error)
@@ -113,7 +116,7 @@ def blame_command_line(error: ConfigError, config: dict, config_file: str | Path
         return str(error)
     value = config[top]
     shown = value if isinstance(value, (str, int, float, bool)) else json.dumps(value, sort_keys=True)
-    return f"--config {top}={shown} (command line, over {config_file}): {error.keypath}: {error.message}"
+    return redact(f"--config {top}={shown} (command line, over {config_file}): {error.keypath}: {error.message}")
 
 
 def resolve_variant_sets(cfg: dict, path: Path) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import time
@@ -23,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from ..io import read_json, write_json, write_text
+
+log = logging.getLogger("seqmix.tracking.buffer")
 
 STAGE_ORDER = ("train", "evaluate", "diagnose")  # parents (train runs) are ingested before their children
 REQUIRED = ("key", "experiment", "run_name", "tags", "params", "metrics", "fingerprint")
@@ -212,15 +215,38 @@ class StepClock:
 
     ``start_ms`` is the start of the first attempt at this config: it survives a kill and a resume (the
     checkpoint keeps the loss history but no wall-clock times, which would break bit-identical resumes).
-    A clock of another config, or one left without a checkpoint to resume from, starts afresh.
+    A clock of another config, or one left without a checkpoint to resume from, starts afresh; so does a
+    damaged one (truncated, garbled, fields of the wrong type), after a warning naming it, and it is written
+    again at once: read as it was, it failed every rerun of the leaf with a JSON error naming no file.
     """
 
     def __init__(self, path: str | Path, config_hash: str, resuming: bool):
         self.path = Path(path)
-        state = read_json(self.path) if resuming and self.path.exists() else None
-        if not state or state.get("config_hash") != config_hash:
+        state = self._earlier(config_hash) if resuming and self.path.exists() else None
+        if state is None:
             state = {"config_hash": config_hash, "start_ms": now_ms(), "steps": {}}
+            if self.path.exists():  # replaced now, not at the first logged step (a resume may log none)
+                write_json(self.path, state)
         self.state = state
+
+    def _earlier(self, config_hash: str) -> dict | None:
+        """The clock of an earlier attempt at this config; None for another config's or a damaged file."""
+        try:
+            state = read_json(self.path)
+            if state.get("config_hash") != config_hash:
+                return None
+            # every field read later, checked now: a damaged clock is rebuilt here, not a crash at the run's end
+            state["start_ms"] = int(state["start_ms"])
+            state["steps"] = {str(int(k)): int(v) for k, v in state["steps"].items()}
+            return state
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, OverflowError) as e:
+            log.warning(
+                "%s: unreadable (%s: %s); the step times of earlier attempts are lost, the clock starts afresh",
+                self.path,
+                type(e).__name__,
+                e,
+            )
+            return None
 
     @property
     def start_ms(self) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 
+from ..config.credentials import redact
 from . import store
 from .buffer import now_ms, param_value
 
@@ -36,7 +37,7 @@ class LiveRun:
         self.results = results  # what a record's artifact paths are relative to
         self.logged: set[tuple[str, int]] = set()
         if not store.reachable(uri):
-            log.warning("mlflow server %s unreachable; logging to files only", uri)
+            log.warning("mlflow server %s unreachable; logging to files only", redact(uri))
             return
         try:
             from mlflow.entities import Param
@@ -54,7 +55,7 @@ class LiveRun:
                 mlf.log_batch(self.run_id, params=ps[i : i + 100])
             self.client = mlf
         except Exception as e:  # an outage must not fail the job
-            log.warning("mlflow server unreachable (%s); logging to files only", e)
+            log.warning("mlflow server unreachable (%s); logging to files only", redact(str(e)))
 
     def log(self, step: int, metrics: dict[str, float], timestamp_ms: int | None = None) -> None:
         if self.client is None:
@@ -66,7 +67,7 @@ class LiveRun:
             self.client.log_batch(self.run_id, metrics=[Metric(k, float(v), ts, step) for k, v in metrics.items()])
             self.logged.update((k, int(step)) for k in metrics)
         except Exception as e:
-            log.warning("mlflow live logging failed (%s); continuing with files only", e)
+            log.warning("mlflow live logging failed (%s); continuing with files only", redact(str(e)))
             self.client = None
 
     def set_tags(self, tags: dict[str, str]) -> None:
@@ -77,7 +78,7 @@ class LiveRun:
             for k, v in tags.items():
                 self.client.set_tag(self.run_id, k, str(v))
         except Exception as e:
-            log.warning("mlflow live tagging failed (%s); continuing with files only", e)
+            log.warning("mlflow live tagging failed (%s); continuing with files only", redact(str(e)))
             self.client = None
 
     def end(self, record: dict | None, status: str = "FINISHED") -> bool:
@@ -102,7 +103,7 @@ class LiveRun:
             self.client.set_terminated(self.run_id, status, end_time=end)
             return record is not None
         except Exception as e:
-            log.warning("mlflow live run could not be completed (%s); a replay of the buffer will", e)
+            log.warning("mlflow live run could not be completed (%s); a replay of the buffer will", redact(str(e)))
             with contextlib.suppress(Exception):
                 self.client.set_terminated(self.run_id, "FAILED")
             return False

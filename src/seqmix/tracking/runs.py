@@ -26,6 +26,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ..config.credentials import redact
 from ..results import scale_root
 from .buffer import (
     buffer_record,
@@ -58,7 +59,9 @@ def init_store(
     if uri == "none":
         return {}
     if not reachable(uri):
-        log.warning("mlflow server %s unreachable; jobs keep their buffers, run the mlflow_sync rule later", uri)
+        log.warning(
+            "mlflow server %s unreachable; jobs keep their buffers, run the mlflow_sync rule later", redact(uri)
+        )
         return None
     try:
         return _init_experiments(uri, list(experiments), results, descriptions)
@@ -67,7 +70,13 @@ def init_store(
         if why:
             log.warning("mlflow store failed; jobs keep their buffers: %s", damaged_message(uri, results, why))
         else:
-            log.warning("mlflow store %s failed (%s: %s); jobs keep their buffers", uri, type(e).__name__, e)
+            # MLflow's errors quote the request URL, credentials included
+            log.warning(
+                "mlflow store %s failed (%s: %s); jobs keep their buffers",
+                redact(uri),
+                type(e).__name__,
+                redact(str(e)),
+            )
         return None
 
 
@@ -105,7 +114,7 @@ def ingest(
     if uri == "none":
         return None
     if not reachable(uri):
-        log.warning("mlflow server %s unreachable; the files are kept, run the mlflow_sync rule later", uri)
+        log.warning("mlflow server %s unreachable; the files are kept, run the mlflow_sync rule later", redact(uri))
         return None
     try:
         t0 = time.perf_counter()
@@ -125,7 +134,7 @@ def ingest(
             log.warning(
                 "mlflow ingestion failed (%s: %s); the files are kept, run the mlflow_sync rule later",
                 type(e).__name__,
-                e,
+                redact(str(e)),
             )
         return None
 

@@ -80,8 +80,10 @@ def reachable(uri: str, timeout_s: float = 5.0) -> bool:
         return True
     import urllib.request
 
-    try:
-        with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout_s) as r:
+    from ..config.credentials import without_userinfo
+
+    try:  # urllib would take 'user:password@host' for the host name; /health needs no login
+        with urllib.request.urlopen(without_userinfo(uri).rstrip("/") + "/health", timeout=timeout_s) as r:
             return r.status == 200
     except OSError:
         return False
