@@ -88,7 +88,9 @@ def cmd_claims(args):
     spec = read_json(args.run)
     from ..tracking.runs import git_commit
 
-    results = claims.evaluate_claims(spec["claims"], Path(spec["paper_dir"]), spec["scale"])
+    results = claims.evaluate_claims(
+        spec["claims"], Path(spec["paper_dir"]), spec["scale"], spec.get("analysis_tables") or ()
+    )
     from ..claims.render import devices
 
     data, device = spec.get("data") or "", devices(spec["inputs"]["summaries"])
