@@ -90,10 +90,14 @@ COMMITTED = archive.archives(ROOT / "docs" / "measured")
 @pytest.mark.parametrize("path", COMMITTED, ids=[f"{p.parent.name}/{p.name}" for p in COMMITTED])
 def test_committed_verdict_docs_are_what_the_engine_gives_on_their_archive(path, tmp_path):
     meta = archive.read_meta(path)
+    from seqmix.config.artefacts import analysis_tables
     from seqmix.config.loading import load_paper
 
-    claims = load_paper(ROOT / "config" / "papers" / f"{meta['paper']}.yaml", meta["scale"])["claims"]
-    archive.judge_archive(path, claims, md=tmp_path / "claims.md", csv=tmp_path / "claims.csv")
+    cfg = load_paper(ROOT / "config" / "papers" / f"{meta['paper']}.yaml", meta["scale"])
+    tables = analysis_tables(cfg)  # as claims-export judges it
+    archive.judge_archive(
+        path, cfg["claims"], md=tmp_path / "claims.md", csv=tmp_path / "claims.csv", analysis_tables=tables
+    )
     for name in archive.VERDICT_DOCS:
         assert (tmp_path / name).read_text() == (path / name).read_text(), (
             f"{path / name} is not what the engine gives on its archive: regenerate it with "

@@ -107,12 +107,19 @@ def read_meta(archive: Path) -> dict:
     return read_json(path)
 
 
-def judge_archive(archive: Path, claims: list[dict], md: Path | None = None, csv: Path | None = None) -> int:
+def judge_archive(
+    archive: Path,
+    claims: list[dict],
+    md: Path | None = None,
+    csv: Path | None = None,
+    analysis_tables: Iterable[str] = (),
+) -> int:
     """Judge ``claims`` on the archive's tables with today's engine and write its verdict docs (by default
-    ``claims.md`` and ``claims.csv`` in the archive), headed by where the tables came from. Returns the rows."""
+    ``claims.md`` and ``claims.csv`` in the archive), headed by where the tables came from; ``analysis_tables``
+    as ``engine.evaluate_claims``. Returns the rows."""
     archive = Path(archive)
     meta = read_meta(archive)
-    results = evaluate_claims(claims, archive, meta["scale"])
+    results = evaluate_claims(claims, archive, meta["scale"], set(analysis_tables))
     for r in results:  # details name tables relative to the archive, so the docs do not depend on where it lies
         r.detail = r.detail.replace(f"{archive.as_posix()}/", "")
     md = md or archive / "claims.md"

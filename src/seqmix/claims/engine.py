@@ -59,13 +59,16 @@ Keys of a claim besides its selection and check:
 Verdicts (seqmix.claims.checks.VERDICTS): holds / differs / within noise / invalid / not run / not expected at this
 scale; "within noise" and secondary readings are counted apart from holds and differs.
 
-- "not run": results are missing: a file or column, a value listed in ``where`` (a list of wanted
-  members) with no rows ("missing variant=c", along a series "missing variant=b at T=2"), or fewer seeds
-  than needed ("2 of 3 seeds (missing seed 44)").
+- "not run": results are missing: a file, a column of an experiment's summary, a value listed in ``where``
+  (a list of wanted members) with no rows ("missing variant=c", along a series "missing variant=b at T=2"),
+  or fewer seeds than needed ("2 of 3 seeds (missing seed 44)").
 - "invalid": results exist but cannot be judged: an empty (0-byte) summary, a non-numeric or NaN/Inf cell
   in any row a check reads (the rows named), two rows for one (member, seed) (rows that agree on every
   label and integer-valued column but the metric and the run's hash; a stale row beside a fresh one), a
-  geomean or log of values <= 0, a zero denominator (``ratio_to``, ``relative_to``). Never turned into a
+  geomean or log of values <= 0, a zero denominator (``ratio_to``, ``relative_to``), a column that an
+  analysis artefact's table does not have (the table, the column and the table's columns named: an
+  experiment's columns are declared and checked at config load, an analysis artefact's are its own, so a
+  claim naming one it does not write would read 'not run' however often it ran). Never turned into a
   number that a check could pass, never a crashed claims step.
 - "not expected at this scale": the scale is not in ``expected_at`` (our value and what it would give are
   still shown: "(would hold / differ / be within noise)"). "not run" and "invalid" win over it.
@@ -76,6 +79,7 @@ derived claims are reported as they come out.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from . import noise as noise_model
@@ -135,7 +139,9 @@ def _secondary_text(claim: dict) -> str:
 WOULD = {HOLDS: "hold", DIFFERS: "differ", WITHIN_NOISE: "be within noise"}
 
 
-def evaluate_claim(claim: dict, results_dir: Path, scale: str) -> ClaimResult:
+def evaluate_claim(claim: dict, results_dir: Path, scale: str, analysis_tables: Collection[str] = ()) -> ClaimResult:
+    """The verdict of one claim on the tables under ``results_dir``; ``analysis_tables``: the tables that
+    analysis artefacts write (``config.artefacts.analysis_tables``), whose missing columns make a claim invalid."""
     base = dict(
         id=claim["id"],
         source=claim["source"],
@@ -150,12 +156,15 @@ def evaluate_claim(claim: dict, results_dir: Path, scale: str) -> ClaimResult:
         law=claim.get("law") or "",
     )
     sel, declared = claim["ours"], claim.get("seeds")
+    analysis = sel["table"] in analysis_tables
     reading = None
     try:
-        reading = read_claim(sel, results_dir, declared, claim.get("noise"), base["kind"] == CONSISTENCY, scale)
+        reading = read_claim(
+            sel, results_dir, declared, claim.get("noise"), base["kind"] == CONSISTENCY, scale, analysis=analysis
+        )
         ref = None
         if claim["check"].get("relative_to") is not None:
-            ref = read_reference(sel, claim["check"]["relative_to"], results_dir, declared)
+            ref = read_reference(sel, claim["check"]["relative_to"], results_dir, declared, analysis=analysis)
         verdict, detail = _judge(claim, reading, ref, sel.get("over") or "x")
     except MissingResults as e:
         ours, seeds = (reading.ours, reading.seeds) if reading else (None, e.seeds)
@@ -178,5 +187,7 @@ def evaluate_claim(claim: dict, results_dir: Path, scale: str) -> ClaimResult:
     )
 
 
-def evaluate_claims(claims: list[dict], results_dir: Path, scale: str) -> list[ClaimResult]:
-    return [evaluate_claim(c, results_dir, scale) for c in claims]
+def evaluate_claims(
+    claims: list[dict], results_dir: Path, scale: str, analysis_tables: Collection[str] = ()
+) -> list[ClaimResult]:
+    return [evaluate_claim(c, results_dir, scale, analysis_tables) for c in claims]

@@ -5,9 +5,10 @@ noise model (seqmix.claims.noise) the estimate of each value.
 Everything that would let a check pass on broken data is refused here. 'not run' (MissingResults): a listed
 member (a value in a list of ``where``) without rows, a series whose ``over`` column has no list in ``where``
 (the points found are named: a point cannot be dropped or added unseen), fewer seeds than needed for any
-member, a row without a seed. 'invalid' (InvalidInput): an empty (0-byte) summary, a non-numeric or NaN/Inf
-cell in a row read, two rows for one (member, seed), a geomean of values <= 0, a zero denominator, a
-``where`` value that cannot be of its column's type; the rows are named.
+member, a row without a seed, a column an experiment's summary lacks. 'invalid' (InvalidInput): an empty
+(0-byte) summary, a non-numeric or NaN/Inf cell in a row read, two rows for one (member, seed), a geomean of
+values <= 0, a zero denominator, a ``where`` value that cannot be of its column's type, a column an analysis
+artefact's table lacks (the table and its columns named); the rows are named.
 """
 
 from __future__ import annotations
@@ -191,11 +192,27 @@ def _numeric(df: pd.DataFrame, metric: str, keys: list) -> np.ndarray:
     return values.to_numpy(dtype=float)
 
 
-def _rows(results_dir: Path, sel: dict, where: dict, metric: str, declared: Any, listed: bool = True):
+def _check_columns(table: pd.DataFrame, name: str, columns: list) -> None:
+    """An analysis artefact's table names its own columns (nothing declares them before it runs, as
+    ``Task.summary_columns`` does a stage's): one the claim names and the table lacks can never be read, so the
+    claim is invalid, the table and the column named, however often it is run."""
+    missing = [c for c in dict.fromkeys(columns) if c is not None and c not in table.columns]
+    if missing:
+        raise InvalidInput(
+            f"{name}/summary.csv (an analysis table) has no column {', '.join(map(repr, missing))}; its columns: "
+            f"{', '.join(map(str, table.columns))}"
+        )
+
+
+def _rows(results_dir: Path, sel: dict, where: dict, metric: str, declared: Any, listed: bool = True,
+          analysis: bool = False):  # fmt: skip
     """(the selected rows with the metric as floats, the seeds cell): filtered, members and seeds present,
     one row per (member, seed), the metric numeric and finite. ``listed``: a series' points must be listed
-    in ``where`` (a ratio_to's rows are matched to the numerator's points instead)."""
+    in ``where`` (a ratio_to's rows are matched to the numerator's points instead). ``analysis``: the table is
+    an analysis artefact's, whose missing columns make the claim invalid, not 'not run'."""
     table = load_table(results_dir, sel["table"])
+    if analysis:
+        _check_columns(table, sel["table"], [metric, *(where or {}), sel.get("over")])
     if metric not in table.columns:
         raise MissingResults(f"metric {metric!r} not in {sel['table']}/summary.csv")
     df = _filter(table, where)
@@ -279,16 +296,17 @@ def _read(sel: dict, where: dict, df: pd.DataFrame, metric: str, how: str, noise
 
 
 def read_claim(sel: dict, results_dir: Path, declared: Any = None, noise: Any = None, consistency: bool = False,
-               scale: str = "") -> Reading:  # fmt: skip
-    """Our value for a claim's selection with its noise model (``noise`` the claim's declaration or None)."""
+               scale: str = "", analysis: bool = False) -> Reading:  # fmt: skip
+    """Our value for a claim's selection with its noise model (``noise`` the claim's declaration or None);
+    ``analysis``: the selection's table is an analysis artefact's (``_rows``)."""
     metric, how, where = sel["metric"], sel.get("aggregate", "median"), sel.get("where") or {}
-    df, cell = _rows(results_dir, sel, where, metric, declared)
+    df, cell = _rows(results_dir, sel, where, metric, declared, analysis=analysis)
     model = resolve_noise(noise, consistency, sel, load_table(results_dir, sel["table"]), scale)
     used = ", ".join(_fmt_value(s) for s in sorted(set(df[SEED].dropna()))) if SEED in df.columns else NO_SEEDS
     over, den_where = sel.get("over"), sel.get("ratio_to")
     value, est = _read(sel, where, df, metric, how, model, bool(over))
     if den_where is not None:
-        den = _rows(results_dir, sel, den_where, metric, declared, listed=False)[0]
+        den = _rows(results_dir, sel, den_where, metric, declared, listed=False, analysis=analysis)[0]
         d_value, d_est = _read(sel, den_where, den, metric, how, model, bool(over))
         value, est = _divide(sel, den_where, value, est, d_value, d_est)
     if sel.get("reduce"):
@@ -327,9 +345,9 @@ def read_ours(sel: dict, results_dir: Path, seeds: Any = None) -> float | list[t
     return read_selection(sel, results_dir, seeds)[0]
 
 
-def read_reference(sel: dict, ref: dict, results_dir: Path, seeds: Any = None) -> float:
+def read_reference(sel: dict, ref: dict, results_dir: Path, seeds: Any = None, analysis: bool = False) -> float:
     """A slope check's ``relative_to``: the aggregate of ``ref['metric']`` over the selection's rows."""
     where = sel.get("where") or {}
-    df, _ = _rows(results_dir, sel, where, ref["metric"], seeds)
+    df, _ = _rows(results_dir, sel, where, ref["metric"], seeds, analysis=analysis)
     labels = row_labels(df, [sel.get("over")] + list(where) + [SEED])
     return _aggregate(df[ref["metric"]].to_numpy(dtype=float), ref.get("aggregate", "mean"), labels)

@@ -155,6 +155,7 @@ def _this_machine() -> str:
 def cmd_archive(args):
     """Archive the tables a run's claims read and write the verdict docs judged on them."""
     from ..claims import archive
+    from ..config.artefacts import analysis_tables
     from ..results import SCALES
 
     results = Path(args.results)
@@ -183,7 +184,7 @@ def cmd_archive(args):
         )
     except FileNotFoundError as e:
         raise SystemExit(str(e)) from None
-    n = archive.judge_archive(out, claims)
+    n = archive.judge_archive(out, claims, analysis_tables=analysis_tables(cfg))
     missing = f"; not in the run: {', '.join(meta['missing_tables'])}" if meta["missing_tables"] else ""
     print(f"{out}: {len(meta['tables'])} tables, {n} claims judged{missing}")
 
@@ -191,6 +192,7 @@ def cmd_archive(args):
 def cmd_claims_export(args):
     """Re-judge archives with today's claims and engine: their claims.md and claims.csv, regenerated."""
     from ..claims import archive
+    from ..config.artefacts import analysis_tables
 
     dirs = [Path(a) for a in args.archive] if args.archive else archive.archives(Path(args.root) / "docs" / "measured")
     if not dirs:
@@ -200,7 +202,8 @@ def cmd_claims_export(args):
             meta = archive.read_meta(d)
         except FileNotFoundError as e:
             raise SystemExit(str(e)) from None
-        n = archive.judge_archive(d, _paper_config(args.root, meta["paper"], meta["scale"])["claims"] or [])
+        cfg = _paper_config(args.root, meta["paper"], meta["scale"])
+        n = archive.judge_archive(d, cfg["claims"] or [], analysis_tables=analysis_tables(cfg))
         print(f"{d}: {n} claims of {meta['paper']} at {meta['scale']}")
 
 

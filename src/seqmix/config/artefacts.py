@@ -164,9 +164,17 @@ def artefact_spec(paper: str, paper_cfg: dict, name: str, scale: str, results: s
     }
 
 
+def analysis_tables(paper_cfg: dict) -> list[str]:
+    """The analysis artefacts that write ``summary.csv``: the tables a claim may read besides the experiments'.
+    Their columns are declared nowhere (an experiment's are its tasks' ``summary_columns``)."""
+    arts = paper_cfg.get("artefacts") or {}
+    return sorted(a for a, d in arts.items() if d["kind"] == "analysis" and "summary.csv" in d["writes"])
+
+
 def claims_spec(paper: str, paper_cfg: dict, scale: str, results: str | Path, tracking: dict) -> dict:
-    """What the claims step reads: the claims, the experiments' summaries and the artefacts' outputs (the
-    results root and tracking settings: the step logs the paper's artefacts to one MLflow run).
+    """What the claims step reads: the claims, the experiments' summaries and the artefacts' outputs, and which
+    of those are analysis tables (the results root and tracking settings: the step logs the paper's artefacts
+    to one MLflow run).
 
     Unlike the other functions here, ``results`` is the results root, not a scale's root: the MLflow store
     and its lock are shared by the scales, the paper's files live under ``scale_root(results, scale)``."""
@@ -178,6 +186,7 @@ def claims_spec(paper: str, paper_cfg: dict, scale: str, results: str | Path, tr
         "results": str(results),
         "tracking": redact_tracking(tracking),  # a run config: a URI password never written
         "claims": paper_cfg.get("claims") or [],
+        "analysis_tables": analysis_tables(paper_cfg),  # a column they lack makes a claim invalid (claims.engine)
         "data": (paper_cfg.get("data") or {}).get(scale, ""),  # the data law the scale ran on (claims.md header)
         "inputs": {
             "summaries": {e: str(layout.summary_path(root, paper, e)) for e in paper_cfg["experiments"]},

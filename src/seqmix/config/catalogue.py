@@ -36,6 +36,7 @@ class Component:
     lacks: dict = field(default_factory=dict)  # tasks: {stage: what the task lacks to run it, or None}
     capabilities: dict = field(default_factory=dict)  # the declared class attributes of CAPABILITIES
     memory: dict = field(default_factory=dict)  # tasks: {what: bytes expression} (Task.memory, config.memory)
+    rules: dict = field(default_factory=dict)  # the declared rules between options (rules_of, config.leaf_rules)
 
 
 _memo: dict[str, dict] = {}  # key -> {kind: {name: Component}}, per process
@@ -80,6 +81,7 @@ def _build() -> dict:
                 "lacks": _lacks(kind, cls),
                 "capabilities": capabilities_of(kind, cls),
                 "memory": memory_of(kind, cls),
+                "rules": rules_of(kind, cls),
             }
             for name, cls in sorted(table.items())
         }
@@ -103,6 +105,56 @@ def capabilities_of(kind: str, cls: Any) -> dict:
 
 def memory_of(kind: str, cls: Any) -> dict:
     return dict(getattr(cls, "memory", None) or {}) if kind == "task" else {}
+
+
+# Rules between options that a class declares (config.leaf_rules checks them on every leaf and says what each
+# means): ``divides`` and ``at_most``, {option: expression}, for any component; ``mixer_width`` and
+# ``sets_mixer_options`` for models. An expression reads the class's options, ``d_model`` (a mixer's width) and the
+# leaf's key paths under ROOTS.
+RELATIONS = ("divides", "at_most")
+WIDTH = "d_model"  # a mixer's width, as its constructor calls it
+ROOTS = ("task", "model", "train", "eval")
+
+
+def rules_of(kind: str, cls: Any) -> dict:
+    """The rules ``cls`` declares, as JSON-able data; TypeError naming the attribute when one names an option the
+    class does not have (a misspelt rule would otherwise never be checked)."""
+    from ..options import option_names
+    from .memory import names_of
+
+    options = set(option_names(cls)) | set(getattr(cls, "fixed_options", None) or {})
+    listed = ", ".join(sorted(options)) or "none"
+    out: dict = {}
+    for relation in RELATIONS:
+        rules = dict(getattr(cls, relation, None) or {})
+        for option, expression in rules.items():
+            where = f"{cls.__qualname__}.{relation}[{option!r}]"
+            if option not in options:
+                raise TypeError(f"{where}: {option!r} is not an option of {cls.__qualname__} ({listed})")
+            for name in names_of(expression):
+                root, dot, _ = name.partition(".")
+                if (dot and root not in ROOTS) or (
+                    not dot and name not in options and (kind, name) != ("mixer", WIDTH)
+                ):
+                    width = f", nor {WIDTH} (its width)" if kind == "mixer" else ""
+                    raise TypeError(
+                        f"{where}: {name!r} in {expression!r} is neither an option of {cls.__qualname__} ({listed})"
+                        f"{width} nor a key path under {', '.join(ROOTS)}"
+                    )
+        if rules:
+            out[relation] = rules
+    fixed = {k: v for k, v in (getattr(cls, "fixed_options", None) or {}).items() if isinstance(v, (str, int, float))}
+    if fixed and any(r in out for r in RELATIONS):  # a preset's fixed options are values its rules read
+        out["fixed"] = fixed
+    if kind == "model":
+        width = getattr(cls, "mixer_width", None)
+        sets = {k: list(v) for k, v in (getattr(cls, "sets_mixer_options", None) or {}).items()}
+        for attr, names in (("mixer_width", [width] if width else []), ("sets_mixer_options", list(sets))):
+            for name in names:
+                if name not in options:
+                    raise TypeError(f"{cls.__qualname__}.{attr}: {name!r} is not an option ({listed})")
+        out.update({"mixer_width": width} if width else {}, **({"sets_mixer_options": sets} if sets else {}))
+    return out
 
 
 def _lacks(kind: str, cls: Any) -> dict:
@@ -173,6 +225,7 @@ def of_class(kind: str, name: str, cls: Any) -> Component:
         _lacks(kind, cls),
         capabilities_of(kind, cls),
         memory_of(kind, cls),
+        rules_of(kind, cls),
     )
 
 

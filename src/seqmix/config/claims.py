@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..results import LEAF_KEY
-from .artefacts import stages_of
+from .artefacts import analysis_tables, stages_of
 from .base import ConfigError, validate
 
 
@@ -89,16 +89,16 @@ def check_claim_columns(path: Path, where: str, claim: dict, cfg: dict) -> None:
     writes it) or an analysis artefact that writes ``summary.csv``; for an experiment, every column the
     claim names (metric, over, where and ratio_to keys, relative_to.metric) must be one its last stage
     declares (``Task.summary_columns`` beside LEAF_COLUMNS). Otherwise the claim would end as 'not run'
-    after every job had run. An analysis table's columns are the artefact's own and are not declared."""
+    after every job had run. An analysis table's columns are the artefact's own and declared nowhere, so they
+    are checked when the claim is judged: a column the table lacks makes it 'invalid', naming the table, the
+    column and the table's columns (``seqmix.claims.select``), never 'not run'."""
     import fnmatch
 
     from . import catalogue
 
     ours, experiments = claim["ours"], cfg.get("experiments") or {}
     table = ours["table"]
-    analyses = sorted(
-        a for a, d in (cfg.get("artefacts") or {}).items() if d["kind"] == "analysis" and "summary.csv" in d["writes"]
-    )
+    analyses = analysis_tables(cfg)
     if table in analyses:
         return
     if table not in experiments:

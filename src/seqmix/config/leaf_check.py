@@ -7,8 +7,10 @@ variant that names another mixer still inherits the base's other mixer options (
 base leaking into an S6 variant). Here every leaf of the scale is checked against the options schema of the
 task, model and mixer it names (the generated schema of ``seqmix.options``, cached per class), and every
 task an experiment uses must implement the experiment's stages (``seqmix.training.work.StageWork.lacks``,
-reached through the registry), and the data a leaf's task states it needs (``Task.memory``) must fit the data
-limit (``seqmix.config.memory``). Errors name the paper file, the experiment and variant, and the bad key.
+reached through the registry), the data a leaf's task states it needs (``Task.memory``) must fit the data
+limit (``seqmix.config.memory``), and the rules between options that the components declare (heads dividing
+the width, a length within its maximum: ``seqmix.config.leaf_rules``) must hold. Errors name the paper file, the
+experiment and variant, and the bad key.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ..results import DEFAULT_STAGES
 from . import catalogue, memory
 from .base import ConfigError, get_path, validate
 from .compatibility import incompatibility
+from .leaf_rules import violations
 from .leaves import expand_leaves, leaf_config, scale_variants
 
 _SCHEMAS: dict[tuple[str, str], dict] = {}
@@ -36,7 +39,7 @@ def _schema(comp: catalogue.Component) -> dict:
     return _SCHEMAS[key]
 
 
-def _components(c: dict) -> dict:
+def components(c: dict) -> dict:
     """{kind: catalogue entry} of the task, model and mixer a leaf config names (unknown names left out)."""
     from .. import registry
 
@@ -60,7 +63,7 @@ def skip_incompatible(paper_file: Path, cfg: dict, scale: str) -> None:
         if exp.get("incompatible") != "skip":
             continue
         for variant in scale_variants(exp, scale):
-            c = _components(leaf_config(exp, variant, scale))
+            c = components(leaf_config(exp, variant, scale))
             why = incompatibility(c.get("task"), c.get("model"), c.get("mixer"))
             if why:
                 excluded.append({"experiment": exp_name, "variant": variant, "reason": why})
@@ -134,7 +137,8 @@ def _check_leaf(paper_file: Path, exp: dict, leaf: Any, scale: str, limit: memor
         _check_options(classes["model"], model, "model", fail)
     if "mixer" in classes:
         _check_options(classes["mixer"], get_path(c, "model.mixer"), "model.mixer", fail)
-    _check_cross_fields(c, fail)
+    for keypath, problem in violations(c, classes):
+        fail(keypath, problem)
     why = incompatibility(classes.get("task"), classes.get("model"), classes.get("mixer"))
     if why:
         fail("model.mixer.name", f"{why} (experiments may set `incompatible: skip` to drop such variants)")
@@ -148,16 +152,6 @@ def _check_leaf(paper_file: Path, exp: dict, leaf: Any, scale: str, limit: memor
                     f"the task {get_path(c, 'task.name')!r} ({task_cls.qualname}) cannot run the stage {stage!r} "
                     f"that experiments.{leaf.experiment}.stages lists: {why}",
                 )
-
-
-def _check_cross_fields(c: dict, fail) -> None:
-    """Rules between fields that no single option's schema can state (each failed a job before, not the load).
-    Heads dividing the width is the mixer's own rule (attention's, not the heads paper's factorized mixer, whose
-    heads are independent maps): it stays in the mixers' constructors."""
-    train = c.get("train") or {}
-    steps, warmup = train.get("steps"), train.get("warmup_steps")
-    if isinstance(steps, int) and isinstance(warmup, int) and warmup > steps:
-        fail("train.warmup_steps", f"{warmup} warmup steps exceed the {steps} training steps")
 
 
 RAISE_WITH = "limits.max_data_gb in config/config.yaml"

@@ -8,7 +8,7 @@ teacher's ``n`` is not wrong at 100000, it is too large for the machine (its (n,
 
 An expression is Python arithmetic over the task's options (their leaf values, else their defaults) and the
 leaf's key paths (``train.batch``): numbers, strings, ``+ - * / // **``, comparisons, ``a or b`` (a null
-option falls back to ``b``), ``x if c else y``, ``max``/``min``/``len``. A term whose value needs an option
+option falls back to ``b``), ``x if c else y``, ``max``/``min``/``len``/``round``. A term whose value needs an option
 that is null (a size read from the data files) is left out: it cannot be known before the data are read.
 
 The limit: ``limits.max_data_gb`` of config/config.yaml when set; else the larger of half of this machine's
@@ -30,7 +30,7 @@ from typing import Any
 RAM_FRACTION = 0.5  # of this machine's RAM, the data's share when no limit is configured
 ENV = "SEQMIX_MAX_DATA_GB"
 LEAF_ROOTS = ("train", "model", "eval")  # a dotted name in an expression is a key path of the leaf under these
-FUNCTIONS: dict[str, Callable] = {"max": max, "min": min, "len": len}
+FUNCTIONS: dict[str, Callable] = {"max": max, "min": min, "len": len, "round": round}
 GB = 1 << 30
 
 

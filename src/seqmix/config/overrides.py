@@ -4,7 +4,8 @@ Each ``--set key.path=value`` names a key of a leaf config's ``task``, ``model``
 the value is read as YAML (``3e-4``, which YAML 1.1 reads as a string, is read as a number). The key path must
 be one the config schema knows: ``train.*`` the paper schema's ``train`` block, ``task.*``/``model.*`` the
 options schema generated from the components the leaf names (``model.mixer.*``: the mixer's, recursively),
-and the untyped ``eval`` block only keys the leaf already has. An unknown key or a bad value is a
+and the untyped ``eval`` block only keys the leaf already has; the rules between options that the components
+declare (``leaf_rules``) must hold in the new leaf. An unknown key, a bad value or a broken rule is a
 ``ConfigError`` naming ``--set``, the key path and what was expected, raised before anything runs.
 
 The overridden run is a new run config: every leaf gets its new config and hash and an output directory
@@ -147,8 +148,20 @@ def apply_to_leaf(cfg: dict, overrides: dict[str, Any]) -> dict:
         block = new.get(kind)
         if isinstance(block, dict) and "name" in block:
             validate_options(Path(WHERE), kind, catalogue.get(kind, block["name"]), block)
+    _check_rules(new)
     _check_data(cfg, new)
     return new
+
+
+def _check_rules(leaf: dict) -> None:
+    """The rules between options (heads dividing the width, a length within its maximum: config.leaf_rules) hold
+    in the overridden leaf as in every leaf the DAG checked."""
+    from .leaf_check import components
+    from .leaf_rules import violations
+
+    found = next(violations(leaf, components(leaf)), None)
+    if found:
+        raise ConfigError(WHERE, *found)
 
 
 def _check_data(before: dict, after: dict) -> None:

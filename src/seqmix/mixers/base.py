@@ -50,6 +50,10 @@ class Mixer(Protocol):
        ``init_state(batch, dtype=torch.float32, device=None) -> state`` (StepMode's signature) and
        ``step(x_t, state) -> (y_t, state)`` with x_t, y_t: (B, d_model); stepping through a sequence from
        ``init_state`` equals the parallel forward. A mixer has both methods or neither.
+
+    Beside the contract, a mixer whose constructor refuses some widths or option pairs declares the rule
+    (``divides = {"heads": "d_model"}``), so the config check refuses such a leaf before any job
+    (``seqmix.config.leaf_rules``).
     """
 
     example_options: ClassVar[dict]

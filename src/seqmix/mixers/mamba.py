@@ -125,6 +125,9 @@ class Mamba2(nn.Module):
     A per head; y = out_proj(RMSNorm(y * SiLU(z)))."""
 
     example_options: ClassVar[dict] = {"headdim": 16, "d_state": 16, "chunk": 8}  # Mixer clause 2
+    # checked on every leaf before any job (config.leaf_rules): heads of headdim channels split the inner width,
+    # and groups split the heads
+    divides: ClassVar[dict] = {"headdim": "expand * d_model", "ngroups": "expand * d_model // headdim"}
 
     backend = BackendOf(select=lambda m: (ssd_ops.OP,) if m.mode == "chunked" else ())
 

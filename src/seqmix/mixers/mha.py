@@ -26,6 +26,7 @@ class CausalMHA(nn.Module):
     # pure torch: the value backend_report gives a model of no declared backend, so the run tags stay the same
     backend: ClassVar[str] = "torch-reference"
     example_options: ClassVar[dict] = {}  # Mixer clause 2
+    divides: ClassVar[dict] = {"heads": "d_model"}  # checked on every leaf before any job (config.leaf_rules)
 
     def __init__(self, d_model: int, *, layer_idx: int = 0, seq_len: int | None = None, heads: PosInt = 4):
         super().__init__()

@@ -42,6 +42,9 @@ class SessaMixer(nn.Module):
     backend = BackendOf(select=lambda m: (ra_ops.OP, fs_ops.ATTENTION_OP) if m.feedback else (ra_ops.OP,))
     causal = True
     native_block = "gated"  # the Sessa block is its own (models.blocks, block: native)
+    # checked on every leaf before any job (config.leaf_rules): heads split the width into heads of even width
+    # (RoPE rotates pairs of channels)
+    divides: ClassVar[dict] = {"heads": "d_model / 2"}
 
     def __init__(
         self,

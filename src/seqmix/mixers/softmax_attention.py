@@ -65,6 +65,12 @@ class SoftmaxAttention(nn.Module):
     backend = BackendOf(select=lambda m: (ra_ops.OP,) if m.head_dim % 2 == 0 else ())
     causal = True
     native_block = "pre_norm_mlp"  # its standard block (models.blocks, block: native): pre-LN + MLP
+    # checked on every leaf before any job (config.leaf_rules): heads split the width, into heads of even width
+    # where a position rotates pairs of channels
+    divides: ClassVar[dict] = {
+        "heads": "d_model / 2 if position == 'rope' or position == 'so2_random' or position == 'so2_learned' "
+        "else d_model"
+    }
 
     def __init__(
         self,
@@ -295,6 +301,7 @@ class PaTHAttention(nn.Module):
     (``path_attention_blocked``: no T x T logits, memory linear in T without autograd; the same outputs)."""
 
     example_options: ClassVar[dict] = {"chunk": 8}  # Mixer clause 2
+    divides: ClassVar[dict] = {"heads": "d_model"}  # checked on every leaf before any job (config.leaf_rules)
 
     backend = BackendOf(path_ops.OP)
 

@@ -248,6 +248,7 @@ class B2S6(_ScanUnit):
     C = u^[j]^T C^[j]; x = exp(Delta A) x + Delta phi1(Delta A) Bin u_(j,i); y = Re(C x)."""
 
     example_options: ClassVar[dict] = {"blocks": 4, "d_state": 4}  # Mixer clause 2
+    divides: ClassVar[dict] = {"blocks": "d_model"}  # checked on every leaf before any job (config.leaf_rules)
 
     def __init__(
         self,

@@ -9,7 +9,7 @@ For bidirectional LRA models use the ``bidirectional`` mixer; ``lengths`` reache
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import torch
 from torch import nn
@@ -22,6 +22,8 @@ from .option_groups import BlockOptions, Stack
 
 @registry.register_model("sequence_classifier")
 class SequenceClassifier(nn.Module):
+    mixer_width: ClassVar[str] = "d_model"  # the width its mixers are built at (config.leaf_rules)
+
     @grouped
     def __init__(
         self,

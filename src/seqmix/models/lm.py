@@ -25,6 +25,7 @@ from .option_groups import BlockOptions, Stack
 @registry.register_model("decoder_lm")
 class DecoderLM(nn.Module):
     requires_causal_mixer: ClassVar[bool] = True  # a non-causal mixer would see the token it predicts
+    mixer_width: ClassVar[str] = "d_model"  # the width its mixers are built at (config.leaf_rules)
 
     @grouped
     def __init__(

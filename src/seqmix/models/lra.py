@@ -34,7 +34,7 @@ none).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
@@ -131,6 +131,8 @@ def valid_lengths(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
 
 @registry.register_model("lra_classifier")
 class LRAClassifier(nn.Module):
+    mixer_width: ClassVar[str] = "d_model"  # the width its mixers are built at (config.leaf_rules)
+
     @grouped
     def __init__(
         self,

@@ -13,7 +13,7 @@ h / p fixed while the width is swept).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import torch
 from torch import nn
@@ -25,6 +25,10 @@ from ..options import MixerSpec, Opt, PosInt
 
 @registry.register_model("ssm_probe")
 class SSMProbe(nn.Module):
+    # what the leaf check reads (config.leaf_rules): the unit's width, and the unit option square_blocks sets
+    mixer_width: ClassVar[str] = "width"
+    sets_mixer_options: ClassVar[dict] = {"square_blocks": ["blocks"]}
+
     def __init__(
         self,
         d_in: int,

@@ -29,6 +29,7 @@ IGNORE = -100
 class AssocRecall(Task):
     # also the mixers' learning test's task (tests/mixers/test_learning.py): its bounds are set for ln 8 chance
     example_options: ClassVar[dict] = {"pairs": 4, "keys": 16, "values": 8}
+    at_most: ClassVar[dict] = {"pairs": "keys"}  # keys within a sequence are distinct (config.leaf_rules)
     example_model: ClassVar[dict] = {
         "name": "decoder_lm",
         "d_model": 8,

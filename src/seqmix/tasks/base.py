@@ -40,6 +40,9 @@ class Task:
     # left out; a task with no term is not checked, so every registered task states its own (the task
     # contract test compares them with the tensors a built task holds).
     memory: ClassVar[dict[str, str]] = {}
+    # Options bounded by others, {option: expression} in the same language (``{"min_len": "max_len"}``): the
+    # config check refuses a leaf whose option exceeds its bound before any job (seqmix.config.leaf_rules).
+    at_most: ClassVar[dict[str, str]] = {}
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)

@@ -70,6 +70,9 @@ class DiffuseMQAR(Task):
     """Inputs (B, T) int64 token ids, targets (B, T) int64 (IGNORE off value positions); model -> (B, T, V)."""
 
     evaluates_longer: ClassVar[bool] = True  # test rows reach test_lag_factor x the training lags (longer rows)
+    # checked on every leaf before any job (config.leaf_rules): queries are distinct memory keys, and a key
+    # prefix keeps a free suffix for its near-miss
+    at_most: ClassVar[dict] = {"noise_min": "noise_max", "n_queries": "n_kv", "n_kv": "key_vocab - 1"}
 
     example_options: ClassVar[dict] = {
         "key_len": 2,

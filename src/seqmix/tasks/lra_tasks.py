@@ -187,6 +187,7 @@ class LRAListOps(ClassificationSet):
     }
 
     task_name = "lra_listops"
+    at_most: ClassVar[dict] = {"min_len": "max_len"}  # checked on every leaf before any job (config.leaf_rules)
 
     n_classes = 10
 

@@ -109,6 +109,8 @@ def eval_set(n: int, p: float, L: int, eval_seed: int, size: int, semantics: str
 class Reachability(Task):
     example_options: ClassVar[dict] = {"n": 12, "p": 0.15, "L": 2, "d": 16, "eval_size": 8}
     example_model: ClassVar[dict] = {"name": "cascade"}
+    # an orthonormal node embedding needs d >= n (config.leaf_rules checks it on every leaf before any job)
+    at_most: ClassVar[dict] = {"n": "d if embed == 'orthonormal_fixed' else None"}
     # cascade_diagnostics (reachability_metrics): per slot z<c>, per layer l<c>, and their means
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {
         "evaluate": (

@@ -45,6 +45,11 @@ class RotationsLM(Task):
     }
 
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {"evaluate": ("ppl", "nll", "ppl_L*", "nll_L*", "ratio_L*")}
+    # the longest evaluation window (context x eval_max_factor, + 1 target) within the synthetic validation stream,
+    # the last round(n_tokens x val_fraction) tokens (a text's length is known once it is read); config.leaf_rules
+    at_most: ClassVar[dict] = {
+        "eval_max_factor": "(round(n_tokens * val_fraction) - 1) / context if source == 'synthetic' else None"
+    }
 
     memory: ClassVar[dict[str, str]] = {
         "the synthetic stream (n_tokens): int32 lanes, int64 tensors": (

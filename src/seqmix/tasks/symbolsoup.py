@@ -95,6 +95,7 @@ class SymbolSoup(Task):
     }
 
     summary_columns: ClassVar[dict[str, tuple[str, ...]]] = {"evaluate": ("accuracy", "loss", "chance")}
+    at_most: ClassVar[dict] = {"min_tokens": "max_tokens"}  # checked on every leaf before any job (config.leaf_rules)
 
     memory: ClassVar[dict[str, str]] = {
         "texts (train_size + val_size + test_size, max_tokens): Python lists, then uint8": (

@@ -1,7 +1,8 @@
 """What the Sessa paper computes without training.
 
 - ``parameters``: the non-embedding parameter count of every variant of every experiment at the spec's
-  scale, built on the ``meta`` device from the resolved configs (spec §2.6: "Report the counts"; §5 row 2:
+  scale, built on the ``meta`` device from the task and model sections of the resolved configs (its
+  ``config_keys``: a learning-rate edit does not rerun it; spec §2.6: "Report the counts"; §5 row 2:
   matched within ±2%), with its ratio to the Sessa variant of the same experiment
   -> parameters/summary.csv (read by the ``params-*`` claims).
 """
@@ -14,8 +15,8 @@ import torch
 
 from ...models import build_model
 from ...models.sizing import count_parameters
+from ...registry import get_task
 from ...report.tables import write_csv
-from ...training.loop import build_task
 
 REFERENCE = "sessa"  # the variant the others are matched to
 
@@ -34,10 +35,12 @@ def model_inputs(cfg: dict) -> dict:
     """The sizes a leaf's model is built from, without building any data. A story LM's vocabulary is its
     trained BPE's (at most ``bpe_vocab``): known only after the corpus is read, so ``bpe_vocab`` stands in;
     it sizes only the tied embedding, which the count excludes, so the count is exact."""
-    task_cfg = cfg["task"]
+    task_cfg = dict(cfg["task"])
     if task_cfg["name"] == "story_lm":
         return {"vocab_size": task_cfg["bpe_vocab"], "seq_len": task_cfg["segment_len"]}
-    return build_task(cfg).model_inputs()  # symbolsoup, diffuse_mqar: sizes from options, no data built
+    # symbolsoup, diffuse_mqar: sizes from options, no data built. From the task options alone (the spec holds
+    # only the task and model sections, config_keys): the training dtype sizes nothing
+    return get_task(task_cfg.pop("name"))(**task_cfg).model_inputs()
 
 
 def count(cfg: dict) -> int:
