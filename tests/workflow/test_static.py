@@ -144,11 +144,18 @@ def test_tables_figures_claims_are_report_items():
     from seqmix.config.base import load_yaml
 
     text = (ROOT / "workflow" / "rules" / "artefacts.smk").read_text()
-    assert 'report(path, caption="../report/artefact.rst"' in text
+    assert re.search(r'report\(\s*path,\s*caption="../report/artefact.rst",\s*category=CATEGORY\[paper\]', text)
+    assert "labels=labels" in text  # the report lists artefacts by title, file and rule, not by path
     assert "caption=rst_text(shown_caption(_cfg, _name, SCALE))" in text  # a figure's names paper values and seeds
-    assert "if Path(o).name in _shown" in text and "html=[_report_item(str(_html), _paper, _decl)]" in text
+    assert (
+        "if Path(o).name in _shown" in text and "html=[_report_item(str(_html), _paper, _name, _decl, _data)]" in text
+    )
     stages = (ROOT / "workflow" / "rules" / "stages.smk").read_text()
-    assert re.search(r'html=report\(\s*str\(layout.claims_html_path\(RESULTS, "\{paper\}"\)\),\s*category', stages)
+    assert re.search(
+        r'html=report\(\s*str\(layout.claims_html_path\(RESULTS, "\{paper\}"\)\),\s*category=get_paper_category,'
+        r'\s*subcategory="claims",\s*labels=get_claims_labels',
+        stages,
+    )
     assert "--out-html {output.html:q}" in stages
     cfg = load_yaml(ROOT / "config" / "papers" / "heads.yaml")
     heads = cfg["artefacts"]
@@ -170,14 +177,29 @@ def test_claims_overview_is_a_report_item_the_front_page_leads_with():
     claims_overview.html, declared through report() so report.html shows it, and config front_page lists it
     first; the front page keeps front_page's order and leaves the overview out of the papers' list."""
     from seqmix.config.base import load_yaml
+    from seqmix.report.captions import OVERVIEW_CATEGORY
 
     text = (ROOT / "workflow" / "rules" / "report.smk").read_text()
-    assert re.search(r'overview=report\(\s*R\("claims_overview.html"\),\s*category="overview"', text)
-    assert "--out {output.md:q} --html {output.overview:q}" in text
+    assert re.search(r'overview=report\(\s*R\("claims_overview.html"\),\s*category=OVERVIEW_CATEGORY', text)
+    assert "--out {output.md:q} --html {output.overview:q} --counts {output.counts:q}" in text
     assert load_yaml(ROOT / "config" / "config.yaml")["front_page"][0] == "claims_overview.html"
     front = (ROOT / "workflow" / "report" / "workflow.rst").read_text()
     assert '{% for name in snakemake.config.get("front_page", []) %}' in front
-    assert '{% if cat.name != "overview" %}' in front
+    assert f'{{% if cat.name != "{OVERVIEW_CATEGORY}" %}}' in front
+
+
+def test_every_shipped_profile_hides_the_rule_graph_as_the_front_page_says():
+    """The front page says Snakemake's rule graph is hidden by workflow/report/style.css in every shipped
+    profile: each profiles/*/profile.yaml names it as report-stylesheet, and the stylesheet hides #rulegraph."""
+    from seqmix.config.base import load_yaml
+
+    profiles = sorted((ROOT / "profiles").glob("*/profile.yaml"))
+    assert profiles
+    for profile in profiles:
+        assert load_yaml(profile).get("report-stylesheet") == "workflow/report/style.css", profile
+    assert "#rulegraph { display: none; }" in (ROOT / "workflow" / "report" / "style.css").read_text()
+    front = " ".join((ROOT / "workflow" / "report" / "workflow.rst").read_text().split())
+    assert "which every shipped profile (``profiles/*/profile.yaml``) names as its ``report-stylesheet``" in front
 
 
 def test_no_shell_rule_starts_a_bare_python():

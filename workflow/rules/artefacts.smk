@@ -8,11 +8,20 @@
 # settings re-runs that artefact (and what reads its outputs) alone.
 
 
+# In the report: the paper's category (its short title), the kind's subcategory, and one row per artefact
+# labelled by its title (the lead of its caption), the file behind it and its rule (seqmix.report.captions).
 _PLURAL = {"table": "tables", "figure": "figures", "analysis": "analyses"}
 
 
-def _report_item(path, paper, decl):
-    return report(path, caption="../report/artefact.rst", category=paper, subcategory=_PLURAL[decl["kind"]])
+def _report_item(path, paper, name, decl, data):
+    labels = report_labels(artefact_title(name, decl), data, f"{paper}_{name}")
+    return report(
+        path,
+        caption="../report/artefact.rst",
+        category=CATEGORY[paper],
+        subcategory=_PLURAL[decl["kind"]],
+        labels=labels,
+    )
 
 
 for _paper, _cfg in PAPERS.items():
@@ -20,6 +29,9 @@ for _paper, _cfg in PAPERS.items():
         _outs = [str(p) for p in A.outputs(RESULTS, _paper, _cfg, _name)]
         _html = A.report_html(RESULTS, _paper, _cfg, _name)
         _shown = set() if _html else set(A.report_files(_decl))
+        # the file the report shows, or the CSV its HTML renders, as a path under results/<scale>/<paper>/
+        _dir = layout.artefact_dir(RESULTS, _paper, _decl["kind"], _name).relative_to(layout.paper_dir(RESULTS, _paper))
+        _data = (_dir / A.report_files(_decl)[0]).as_posix() if A.report_files(_decl) else ""
         _html_args = (
             f"--html-from {shlex.quote(A.report_files(_decl)[0])} --html {shlex.quote(str(_html))}" if _html else ""
         )
@@ -31,8 +43,8 @@ for _paper, _cfg in PAPERS.items():
                 **A.input_files(RESULTS, _paper, _cfg, CELLS[_paper], _name),
                 run=str(layout.artefact_run_path(RESULTS, _paper, _name)),
             output:
-                [_report_item(o, _paper, _decl) if Path(o).name in _shown else o for o in _outs],
-                html=[_report_item(str(_html), _paper, _decl)] if _html else [],
+                [_report_item(o, _paper, _name, _decl, _data) if Path(o).name in _shown else o for o in _outs],
+                html=[_report_item(str(_html), _paper, _name, _decl, _data)] if _html else [],
             log:
                 R(_paper, "logs", "artefacts", f"{_name}.log"),
             benchmark:

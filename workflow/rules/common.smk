@@ -19,7 +19,7 @@ from seqmix.config.figure_captions import shown_caption
 from seqmix.config.leaves import cell_run_config, expand_cells
 from seqmix.config.loading import blame_command_line, discover_papers, load_all
 from seqmix.io import canonical_json
-from seqmix.report.captions import rst_text
+from seqmix.report.captions import OVERVIEW_CATEGORY, artefact_title, paper_categories, report_labels, rst_text
 from seqmix.training.allocator import apply_to_environ
 
 apply_to_environ()  # glibc malloc settings every job process inherits (see seqmix/training/allocator.py)
@@ -38,6 +38,11 @@ CELLS = {p: expand_cells(p, cfg, SCALE) for p, cfg in PAPERS.items()}
 # a bare `python` would be whatever PATH finds, not the venv when snakemake is called as .venv/bin/snakemake.
 SEQMIX_CLI = f"{shlex.quote(sys.executable)} -m seqmix"
 EXPERIMENTS = sorted({e for cfg in PAPERS.values() for e in cfg["experiments"]})
+# Each paper's category in report.html, by its short title (the paper's id where the title does not name it)
+try:
+    CATEGORY = paper_categories({p: cfg["title"] for p, cfg in PAPERS.items()})
+except ValueError as e:
+    raise WorkflowError(f"config error: {e}")
 _clashes = sorted(
     f"config/papers/{p}.yaml: artefacts.{name}"
     for p, cfg in PAPERS.items()
@@ -161,6 +166,14 @@ def get_claims_caption(wildcards):
         "verdict (holds / differs / within noise / invalid / not run / not expected at this scale); secondary "
         "readings shown, not counted."
     )
+
+
+def get_paper_category(wildcards):
+    return CATEGORY[wildcards.paper]
+
+
+def get_claims_labels(wildcards):
+    return report_labels("Claims: verdicts beside the paper's values", "claims.csv", "claims")
 
 
 def get_output_dir(wildcards, output):

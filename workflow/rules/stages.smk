@@ -177,8 +177,9 @@ rule claims:
         # the report shows HTML inline; a .md or .csv only as a download link
         html=report(
             str(layout.claims_html_path(RESULTS, "{paper}")),
-            category="{paper}",
+            category=get_paper_category,
             subcategory="claims",
+            labels=get_claims_labels,
             caption="../report/artefact.rst",
         ),
     log:

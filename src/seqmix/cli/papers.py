@@ -45,6 +45,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     sp.add_argument(
         "--html", help="also the overview page of every indexed paper's verdict counts per kind (claims_overview.html)"
     )
+    sp.add_argument("--counts", help="with --html, also the overview's counts as the CSV the report's front page shows")
+    sp.add_argument(
+        "--names",
+        help="JSON {paper: name}: the overview's names of the papers (the report's categories), "
+        'e.g. --names \'{"heads": "How Many Heads Make an SSM?"}\'',
+    )
+    sp.add_argument(
+        "--tracking-uri",
+        default="sqlite:///results/mlflow.db",
+        help="config tracking.uri, for the index's line on browsing the runs (default: the embedded store)",
+    )
 
 
 def cmd_artefact(args):
@@ -127,8 +138,15 @@ def _log_paper_artefacts(spec: dict, files: list[str], start_ms: int) -> None:
 def cmd_report_index(args):
     from ..report.index import indexed_papers, write_index
 
-    write_index(Path(args.results), args.papers, args.scale, Path(args.out))
+    write_index(Path(args.results), args.papers, args.scale, Path(args.out), args.tracking_uri)
     if args.html:
-        from ..report.claims_page import write_overview
+        import json
 
-        write_overview(Path(args.results), indexed_papers(Path(args.results), args.papers), args.scale, args.html)
+        from ..report.claims_page import write_overview
+        from ..report.index import write_front_page_counts
+
+        papers = indexed_papers(Path(args.results), args.papers)
+        names = json.loads(args.names) if args.names else None
+        table = write_overview(Path(args.results), papers, args.scale, args.html, names)
+        if args.counts:
+            write_front_page_counts(table, Path(args.counts))

@@ -6,8 +6,8 @@ The page reads top-down as a reviewer asks: which paper, scale, commit, data and
 header); how many claims hold per kind (``count_table``, reproduction first); then every claim grouped by
 kind (``KINDS`` order) and artefact, its verdict and our value beside the paper's in the first columns, one
 line of statement, and the rest (check, detail, noise model, source, secondary note) in a collapsible
-``<details>``. Tables sort by clicking a header (inline script: the report is read offline). Every text from
-the csv goes through ``html.escape``."""
+``<details>``. Tables sort by clicking a header (``report.sortable``: one script for every page of the
+report). Every text from the csv goes through ``html.escape``."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ from ..claims.render import (
     primary,
 )
 from ..io import write_text
+from . import sortable
 
 STATEMENT_CHARS = 110  # one line of the claim column at the report's width; longer ones end in '…'
 NOT_COUNTED = "not counted"
@@ -47,9 +48,7 @@ _STYLE = (
     "h3{font-size:14px;margin:1em 0 .3em}.meta{margin:.15em 0}"
     ".explain,.kind-text{color:#555;max-width:60em}table{border-collapse:collapse;margin:.3em 0}"
     "th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}"
-    "th{background:#f3f3f3;white-space:nowrap}table.sortable th{cursor:pointer}"
-    "table.sortable th[aria-sort=ascending]::after{content:' \\25B2'}"
-    "table.sortable th[aria-sort=descending]::after{content:' \\25BC'}td.num{text-align:right}"
+    "th{background:#f3f3f3;white-space:nowrap}td.num{text-align:right}"
     "td.zero{color:#bbb}"
     ".badge{display:inline-block;border-radius:3px;padding:1px 6px;color:#fff;white-space:nowrap;font-size:12px}"
     ".holds{background:#2e7d32}.within-noise{background:#b7791f}.differs{background:#c62828}"
@@ -61,34 +60,8 @@ _STYLE = (
     "table.claims td{overflow-wrap:anywhere}table.claims th:nth-child(1){width:9.5em}"
     "table.claims th:nth-child(2){width:13em}table.claims th:nth-child(3){width:15em}"
     "table.claims th:nth-child(4){width:4em}dl{margin:.3em 0 .2em}dt{font-weight:bold;margin-top:.2em}"
-    "dd{margin:0 0 0 1.2em}"
+    "dd{margin:0 0 0 1.2em}" + sortable.STYLE
 )
-
-# Sorts a table's body rows by the clicked column: a cell's data-sort, else its text; numbers (a leading
-# number, e.g. of '0.63 ± 0.01') numerically and before words; a second click reverses.
-_SORT_SCRIPT = """
-document.querySelectorAll("table.sortable").forEach(function (table) {
-  table.querySelectorAll("thead th").forEach(function (th, col) {
-    th.addEventListener("click", function () {
-      var asc = th.getAttribute("aria-sort") !== "ascending";
-      table.querySelectorAll("thead th").forEach(function (h) { h.removeAttribute("aria-sort"); });
-      th.setAttribute("aria-sort", asc ? "ascending" : "descending");
-      var key = function (tr) {
-        var td = tr.children[col], s = td.hasAttribute("data-sort") ? td.getAttribute("data-sort") : td.textContent;
-        var n = parseFloat(s);
-        return isNaN(n) ? [1, 0, s.trim()] : [0, n, s.trim()];
-      };
-      var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
-      rows.sort(function (a, b) {
-        var x = key(a), y = key(b);
-        var c = x[0] - y[0] || x[1] - y[1] || x[2].localeCompare(y[2], undefined, {numeric: true});
-        return asc ? c : -c;
-      });
-      rows.forEach(function (r) { body.appendChild(r); });
-    });
-  });
-});
-"""
 
 
 def _e(value) -> str:
@@ -104,7 +77,7 @@ def one_line(text: str, limit: int = STATEMENT_CHARS) -> str:
     return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
 
 
-def _table(header: Iterable[str], rows: list[str], cls: str = "sortable") -> str:
+def _table(header: Iterable[str], rows: list[str], cls: str = sortable.SORTABLE_CLASS) -> str:
     """A table of ``rows`` (each an already-escaped ``<tr>...</tr>``) under an escaped ``header``."""
     ths = "".join(f"<th>{_e(h)}</th>" for h in header)
     return f'<table class="{cls}"><thead><tr>{ths}</tr></thead><tbody>\n' + "\n".join(rows) + "\n</tbody></table>"
@@ -176,8 +149,7 @@ def _normalise(df: pd.DataFrame) -> pd.DataFrame:
 def _page(title: str, body: list[str]) -> str:
     return (
         f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{_e(title)}</title>'
-        f"<style>{_STYLE}</style></head>\n<body>\n" + "\n".join(body) + f"\n<script>{_SORT_SCRIPT}</script>\n"
-        "</body></html>\n"
+        f"<style>{_STYLE}</style></head>\n<body>\n" + "\n".join(body) + f"\n{sortable.script_tag()}\n</body></html>\n"
     )
 
 
@@ -221,7 +193,7 @@ def claims_page(df: pd.DataFrame, paper: str, scale: str = "", data: str = "", d
             rows = [_claim_row(r) for r in part[part["artefact"] == artefact].to_dict("records")]
             body += [
                 f'<h3 class="artefact">{_e(artefact or "(no artefact)")}</h3>',
-                _table(COLUMNS, rows, "sortable claims"),
+                _table(COLUMNS, rows, f"{sortable.SORTABLE_CLASS} claims"),
             ]
     return _page(f"{paper}: claims at scale {scale}", body)
 
@@ -237,24 +209,28 @@ def write_claims_page(
     write_text(html_path, claims_page(df, paper, data=data, device=device))
 
 
-def overview_table(results: Path, papers: Iterable[str]) -> pd.DataFrame:
+def overview_table(results: Path, papers: Iterable[str], names: dict[str, str] | None = None) -> pd.DataFrame:
     """Per paper (in ``papers`` order) and kind (``KINDS`` order) the verdict counts of its claims.csv under
-    ``results`` (the scale's root), summed over sources; each claims.csv verified first."""
+    ``results`` (the scale's root), summed over sources; each claims.csv verified first. The paper column
+    holds ``names[paper]`` (its category in the report) where given, else its id."""
     frames = []
     for paper in papers:
         csv = layout.claims_paths(results, paper)[1]
         layout.verify_claims(csv)
         counts = count_table(pd.read_csv(csv, dtype=str, keep_default_na=False))
         per_kind = counts.drop(columns="source").groupby("kind", sort=False).sum().reset_index()
-        per_kind.insert(0, "paper", paper)
+        per_kind.insert(0, "paper", (names or {}).get(paper, paper))
         frames.append(per_kind)
     columns = ["paper", "kind", *COUNT_COLUMNS, "total"]
     return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
 
 
-def write_overview(results: Path, papers: Iterable[str], scale: str, out: Path) -> pd.DataFrame:
-    """``out``: one table of every paper's verdict counts per kind (reproduction first) at ``scale``."""
-    table = overview_table(results, papers)
+def write_overview(
+    results: Path, papers: Iterable[str], scale: str, out: Path, names: dict[str, str] | None = None
+) -> pd.DataFrame:
+    """``out``: one table of every paper's verdict counts per kind (reproduction first) at ``scale``, papers
+    named as in ``overview_table``."""
+    table = overview_table(results, papers, names)
     body = [
         f"<h1>Claims of every paper at scale {_e(scale)}</h1>",
         '<p class="explain">'

@@ -111,10 +111,11 @@ def artifact_root(results: str | Path) -> Path:
     return Path(results) / ".mlflow" / "artifacts"
 
 
-def ui_command(results: str | Path) -> str:
+def ui_command(results: str | Path, db: str | Path | None = None) -> str:
     """The ``mlflow ui`` command that shows the embedded store of ``results`` with its artifacts, as it can be
     pasted: the ``mlflow`` beside this interpreter (the venv's, not whatever PATH finds), relative to the
-    working directory when it is under it."""
+    working directory when it is under it. ``db``: the store's SQLite file where tracking.uri names another
+    than ``results``/mlflow.db (the artifacts stay under ``results``)."""
     import os
     import sys
 
@@ -124,7 +125,7 @@ def ui_command(results: str | Path) -> str:
     except ValueError:
         pass
     return (
-        f"{os.fspath(exe)} ui --backend-store-uri sqlite:///{Path(results) / 'mlflow.db'} "
+        f"{os.fspath(exe)} ui --backend-store-uri sqlite:///{Path(results) / 'mlflow.db' if db is None else db} "
         f"--artifacts-destination {artifact_root(results)}"
     )
 
