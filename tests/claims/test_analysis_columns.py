@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from seqmix.claims import checks as V
 from seqmix.claims import engine as C
 from seqmix.cli.main import main as cli_main
 from seqmix.config import artefacts as A
@@ -49,7 +50,7 @@ def claim(ours: dict, check=None, table: str = "theory") -> dict:
 def test_the_control_holds(tmp_path):
     write_table(tmp_path, "theory", THEORY)
     res = C.evaluate_claim(claim({"where": {"check": "T1"}}), tmp_path, "tiny", {"theory"})
-    assert res.verdict == C.HOLDS
+    assert res.verdict == V.HOLDS
 
 
 @pytest.mark.parametrize(
@@ -64,7 +65,7 @@ def test_a_column_an_analysis_table_lacks_makes_the_claim_invalid(tmp_path, ours
     write_table(tmp_path, "theory", THEORY)
     check = {"kind": "ordering", "order": [1, 2], "direction": "increasing"} if "over" in ours else None
     res = C.evaluate_claim(claim(ours, check), tmp_path, "tiny", {"theory"})
-    assert res.verdict == C.INVALID
+    assert res.verdict == V.INVALID
     assert f"theory/summary.csv (an analysis table) has no column {missing}" in res.detail
     assert "its columns: check, quantity, value" in res.detail
 
@@ -74,7 +75,7 @@ def test_a_relative_to_metric_an_analysis_table_lacks_is_invalid(tmp_path):
     check = {"kind": "slope", "logy": True, "relative_to": {"metric": "rate"}, "lo": 0.9, "hi": 1.1}
     res = C.evaluate_claim(claim({"over": "x", "where": {"check": "T1", "x": [1, 2, 3]}}, check), tmp_path, "tiny",
                            {"theory"})  # fmt: skip
-    assert res.verdict == C.INVALID and "has no column 'rate'" in res.detail
+    assert res.verdict == V.INVALID and "has no column 'rate'" in res.detail
 
 
 def test_an_experiments_missing_column_still_reads_not_run(tmp_path):
@@ -82,12 +83,12 @@ def test_an_experiments_missing_column_still_reads_not_run(tmp_path):
     evaluated at this scale) is results not yet there."""
     write_table(tmp_path, "exp1", THEORY)
     res = C.evaluate_claim(claim({"metric": "valeu"}, table="exp1"), tmp_path, "tiny", {"theory"})
-    assert res.verdict == C.NOT_RUN and "metric 'valeu' not in exp1/summary.csv" in res.detail
+    assert res.verdict == V.NOT_RUN and "metric 'valeu' not in exp1/summary.csv" in res.detail
 
 
 def test_a_missing_analysis_table_reads_not_run(tmp_path):
     res = C.evaluate_claim(claim({"metric": "valeu"}), tmp_path, "tiny", {"theory"})
-    assert res.verdict == C.NOT_RUN and "does not exist" in res.detail
+    assert res.verdict == V.NOT_RUN and "does not exist" in res.detail
 
 
 def test_the_claims_spec_names_the_analysis_tables(root):
@@ -117,4 +118,4 @@ def test_the_claims_step_reads_them_from_its_run_spec(tmp_path, monkeypatch):
     md, csv = paper_dir / "claims.md", paper_dir / "claims.csv"
     cli_main(["claims", "--run", str(tmp_path / "claims.json"), "--out-md", str(md), "--out-csv", str(csv)])
     row = pd.read_csv(csv, keep_default_na=False).iloc[0]
-    assert row["verdict"] == C.INVALID and "has no column 'valeu'" in row["detail"]
+    assert row["verdict"] == V.INVALID and "has no column 'valeu'" in row["detail"]

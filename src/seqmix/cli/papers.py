@@ -99,9 +99,7 @@ def cmd_claims(args):
     setup(args.threads, torch_now=False)
     from ..tracking.runs import git_commit
 
-    results = evaluate_claims(
-        spec["claims"], Path(spec["paper_dir"]), spec["scale"], spec.get("analysis_tables") or ()
-    )
+    results = evaluate_claims(spec["claims"], Path(spec["paper_dir"]), spec["scale"], spec.get("analysis_tables") or ())
     from ..claims.render import devices, write_claims
 
     data, device = spec.get("data") or "", devices(spec["inputs"]["summaries"])
