@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -118,6 +119,24 @@ def assert_declared_outputs_exist(dag: TinyDag, paper: str) -> list[Path]:
     missing = [str(p.relative_to(dag.dir)) for p in outputs if not p.exists() or p.stat().st_size == 0]
     assert not missing, f"declared outputs missing or empty: {missing}"
     return outputs
+
+
+# What a job's log must not carry (issue 26 items 2 and 6): a Python warning raised in our own code (the
+# warnings module prints "<file>:<line>: <Category>Warning: ..." with the file of the code that triggered it:
+# ours when a library deprecates something we call) and a figure the house style check flagged
+# (``seqmix.report.plots`` logs "figure <name>: <problems>" and still writes the file).
+WARNING_OF_OURS = re.compile(r"/seqmix/[^\s:]+\.py:\d+: \w*Warning: |seqmix\.report\.plots WARNING figure ")
+
+
+def warnings_of_ours(paper_dir: Path) -> list[str]:
+    """Every line of the paper's job logs (``<paper>/logs/<rule>/*.log``) that ``WARNING_OF_OURS`` matches,
+    prefixed by the log's path relative to ``paper_dir``."""
+    found = []
+    for log in sorted((paper_dir / "logs").rglob("*.log")):
+        for line in log.read_text(errors="replace").splitlines():
+            if WARNING_OF_OURS.search(line):
+                found.append(f"{log.relative_to(paper_dir)}: {line[:300]}")
+    return found
 
 
 def _shared_dir(tmp_path_factory) -> Path:

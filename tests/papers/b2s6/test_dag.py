@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from seqmix.claims.checks import VERDICTS
-from tests.papers.conftest import DAG_TEST_TIMEOUT, assert_declared_outputs_exist
+from tests.papers.conftest import DAG_TEST_TIMEOUT, assert_declared_outputs_exist, warnings_of_ours
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(DAG_TEST_TIMEOUT)]
 
@@ -55,3 +55,8 @@ def test_every_run_reached_mlflow(tiny_dag):
     logs = tiny_dag.results("b2s6") / "logs"
     failed = [p.name for p in logs.rglob("*.log") if "mlflow ingestion failed" in p.read_text()]
     assert not failed, failed
+
+
+def test_job_logs_carry_no_warnings_of_ours(tiny_dag):
+    """No Python warning raised in seqmix code and no figure flagged by the style check in any b2s6 job log."""
+    assert warnings_of_ours(tiny_dag.results("b2s6")) == []

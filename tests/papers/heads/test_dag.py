@@ -18,7 +18,7 @@ from filelock import FileLock
 
 from seqmix.claims.checks import VERDICTS
 from tests.conftest import snakemake_local
-from tests.papers.conftest import DAG_TEST_TIMEOUT, assert_declared_outputs_exist
+from tests.papers.conftest import DAG_TEST_TIMEOUT, assert_declared_outputs_exist, warnings_of_ours
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(DAG_TEST_TIMEOUT)]
 
@@ -319,3 +319,8 @@ def test_hyperparameter_change_reruns_only_its_cells(heads_copy):
         assert all(l["config"]["train"]["lr"] == 0.02 for l in k4["leaves"])
     finally:
         paper.write_text(text)
+
+
+def test_job_logs_carry_no_warnings_of_ours(tiny_dag):
+    """No Python warning raised in seqmix code and no figure flagged by the style check in any heads job log."""
+    assert warnings_of_ours(tiny_dag.results("heads")) == []

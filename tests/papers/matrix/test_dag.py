@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from seqmix.config.leaves import expand_leaves
-from tests.papers.conftest import DAG_TEST_TIMEOUT, assert_declared_outputs_exist
+from tests.papers.conftest import DAG_TEST_TIMEOUT, assert_declared_outputs_exist, warnings_of_ours
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(DAG_TEST_TIMEOUT)]
 
@@ -39,3 +39,8 @@ def test_scores_and_ranking_cover_every_pair(tiny_dag):
     assert chosen.str.startswith("validation").all()
     ranking = pd.read_csv(r / "tables" / "ranking.csv")
     assert set(ranking["mixer"]) >= {v for _, v in pairs}
+
+
+def test_job_logs_carry_no_warnings_of_ours(tiny_dag):
+    """No Python warning raised in seqmix code and no figure flagged by the style check in any matrix job log."""
+    assert warnings_of_ours(tiny_dag.results("matrix")) == []

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from seqmix.claims.checks import VERDICTS
-from tests.papers.conftest import DAG_TEST_TIMEOUT, assert_declared_outputs_exist
+from tests.papers.conftest import DAG_TEST_TIMEOUT, assert_declared_outputs_exist, warnings_of_ours
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(DAG_TEST_TIMEOUT)]
 VARIANTS = {f"m{k}" for k in range(1, 8)}
@@ -76,3 +76,8 @@ def test_another_papers_selection_reruns_nothing(tiny_dag):
     assert back.returncode == 0, log[-3000:]
     assert not re.findall(r"rule (mlflow_init|train|evaluate|claims|collect)\b", log), log[-3000:]
     assert "Nothing to be done" in log, log[-3000:]
+
+
+def test_job_logs_carry_no_warnings_of_ours(tiny_dag):
+    """No Python warning raised in seqmix code and no figure flagged by the style check in any rotations job log."""
+    assert warnings_of_ours(tiny_dag.results("rotations")) == []

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from seqmix.claims.checks import VERDICTS
-from tests.papers.conftest import DAG_TEST_TIMEOUT, assert_declared_outputs_exist
+from tests.papers.conftest import DAG_TEST_TIMEOUT, assert_declared_outputs_exist, warnings_of_ours
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(DAG_TEST_TIMEOUT)]
 
@@ -84,3 +84,8 @@ def test_second_run_is_noop(tiny_dag):
     r = tiny_dag.smk()
     assert r.returncode == 0, r.stderr[-3000:]
     assert "Nothing to be done" in r.stdout + r.stderr
+
+
+def test_job_logs_carry_no_warnings_of_ours(tiny_dag):
+    """No Python warning raised in seqmix code and no figure flagged by the style check in any superposition job log."""
+    assert warnings_of_ours(tiny_dag.results("superposition")) == []

@@ -115,8 +115,9 @@ def gradient_ratios(n: int, L: int, kappa: float, cs: list[float], trials: int, 
 
 def loglog_slope(x, y) -> tuple[float, float]:
     """(slope, R^2) of the least-squares line of log y on log x."""
-    lx = torch.log(torch.as_tensor(x, dtype=torch.float64))
-    ly = torch.log(torch.as_tensor(y, dtype=torch.float64))
+    # copied element by element: a read-only array (pandas' to_numpy) given to as_tensor warns on every call
+    lx = torch.log(torch.tensor([float(v) for v in x], dtype=torch.float64))
+    ly = torch.log(torch.tensor([float(v) for v in y], dtype=torch.float64))
     X = torch.stack([lx, torch.ones_like(lx)], 1)
     coef = torch.linalg.lstsq(X, ly[:, None]).solution[:, 0]
     resid = ly - X @ coef
