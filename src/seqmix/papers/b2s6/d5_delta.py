@@ -86,7 +86,10 @@ def leaf_statistics(leaf: dict, st: dict) -> tuple[list[dict], np.ndarray]:
     keys = {"variant": cfg["variant"], "sigmas": str(cfg["task"]["sigmas"]), "seed": int(cfg["seed"]), "blocks": blocks}
     rows = [{**keys, **r} for r in event_rows(events, blocks)]
     rows.append({**keys, "quantity": "median_delta", "value": float(delta.median())})
-    counts, _ = np.histogram(np.log10(np.maximum((delta * min_rate).flatten().numpy(), 1e-300)), bins=BINS)
+    # in float64: the float32 product underflows to 0, which the 1e-300 floor cannot lift in float32 (log10(0)
+    # warned and gave -inf; -300 falls below the first bin the same way, so the counts are unchanged)
+    scaled = (delta * min_rate).flatten().double().numpy()
+    counts, _ = np.histogram(np.log10(np.maximum(scaled, 1e-300)), bins=BINS)
     return rows, counts
 
 
