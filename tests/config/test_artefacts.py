@@ -155,6 +155,20 @@ def test_claims_spec_reads_every_summary_and_artefact_output(tmp_path, heads):
     assert spec["claims"] == heads["claims"]
 
 
+def test_claims_spec_names_each_sweep_at_its_scale(tmp_path, heads):
+    """The claims step writes one MLflow parent run per (experiment, variant) series of a sweep
+    (tracking.runs.sweep_parents): the spec carries the sweep and what the scale runs of it."""
+    from seqmix.config.leaves import expand_leaves
+
+    spec = A.claims_spec("heads", heads, "tiny", tmp_path, {"uri": "none"})
+    assert set(spec["sweeps"]) == {"exp1"}  # exp2 declares no sweep
+    sweep = spec["sweeps"]["exp1"]
+    assert (sweep["name"], sweep["path"]) == ("H", "model.mixer.heads")
+    exp1 = [leaf for leaf in expand_leaves("heads", heads, "tiny") if leaf.experiment == "exp1"]
+    assert sweep["values"] == sorted({leaf.config["sweep_value"] for leaf in exp1})
+    assert sweep["variants"] == sorted({leaf.variant for leaf in exp1}) == ["k2", "k4", "k8"]
+
+
 def test_reported_values_and_scaled_slices():
     cfg = {
         "experiments": {},

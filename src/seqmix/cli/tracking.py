@@ -68,7 +68,8 @@ def cmd_mlflow_sync(args):
             else f"mlflow_sync: could not reach {redact(uri)}"
         )
     records, problems = tracking_buffer.read_buffers(buffers)
-    # a buffer holds one run per leaf and stage, several for the claims step (the paper's and each experiment's)
+    # a buffer holds one run per leaf and stage, several for the claims step (the paper's, each experiment's
+    # and each sweep's)
     write_json(
         args.out,
         {"uri": redact(uri), "buffers": len(buffers), "records": len(records), **counts, "skipped_lines": problems},

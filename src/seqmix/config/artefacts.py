@@ -42,7 +42,7 @@ from ..registry import paper_module
 from .base import ConfigError, deep_merge, load_yaml, validate
 from .credentials import redact_tracking
 from .figure_captions import validate_paper_values
-from .leaves import leaf_config, leaf_record, scale_variants
+from .leaves import leaf_config, leaf_record, scale_variants, sweeps
 
 # what report.html shows by default: a table's CSV (Snakemake renders it as a table; it cannot render .md)
 # and a figure's PNG
@@ -188,6 +188,7 @@ def claims_spec(paper: str, paper_cfg: dict, scale: str, results: str | Path, tr
         "claims": paper_cfg.get("claims") or [],
         "analysis_tables": analysis_tables(paper_cfg),  # a column they lack makes a claim invalid (claims.engine)
         "data": (paper_cfg.get("data") or {}).get(scale, ""),  # the data law the scale ran on (claims.md header)
+        "sweeps": sweeps(paper_cfg, scale),  # one MLflow parent run per (experiment, variant) series
         "inputs": {
             "summaries": {e: str(layout.summary_path(root, paper, e)) for e in paper_cfg["experiments"]},
             "artefacts": {

@@ -62,6 +62,21 @@ def scale_variants(exp: dict, scale: str) -> list[str]:
     return list(exp["scales"][scale].get("variants") or exp["variants"])
 
 
+def sweeps(paper_cfg: dict, scale: str) -> dict[str, dict]:
+    """{experiment: {name, path, values, variants}} for each experiment that declares a ``sweep``: the values and
+    variants it runs at ``scale`` (what MLflow's sweep parent runs describe, tracking.runs)."""
+    out = {}
+    for exp_name, exp in paper_cfg.get("experiments", {}).items():
+        if sweep := exp.get("sweep"):
+            out[exp_name] = {
+                "name": sweep["name"],
+                "path": sweep["path"],
+                "values": list(exp["scales"][scale].get("sweep_values", sweep["values"])),
+                "variants": scale_variants(exp, scale),
+            }
+    return out
+
+
 def expand_leaves(paper: str, paper_cfg: dict, scale: str) -> list[Leaf]:
     leaves = []
     for exp_name, exp in paper_cfg.get("experiments", {}).items():

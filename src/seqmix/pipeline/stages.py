@@ -129,12 +129,15 @@ def _train_leaf(work, run: dict, leaf: dict, label: str):
     clock = tracking_buffer.StepClock(out / "tracking-clock.json", leaf["hash"], resuming)
     every_s = tracking_system.settings(run["tracking"]) if lead else None
     system = tracking_system.SystemSampler(out, leaf["hash"], resuming, every_s, work.device) if every_s else None
+    parent = tracking_buffer.train_parent_key(run["paper"], run["scale"], run["experiment"], cfg)
     live = None
     if lead and tracking_store.is_live(uri):
         name = _run_name(run, leaf, "train")
         params = _leaf_params(cfg, run)
         key = leaf["hash"] + ".train"
-        live = tracking_live.LiveRun(uri, run["paper"], name, tags, params, key, clock.start_ms, run["results"])
+        live = tracking_live.LiveRun(
+            uri, run["paper"], name, tags, params, key, clock.start_ms, run["results"], parent_key=parent
+        )
 
     def on_log(step: int, metrics: dict) -> None:
         clock.tick(step)
@@ -170,7 +173,6 @@ def _train_leaf(work, run: dict, leaf: dict, label: str):
     metrics.update(system.series() if system else {})  # system/*: what the job used while it trained
     dataset = tracking_buffer.dataset_record(cfg.get("task") or {}, cfg["seed"], result.get("data_source"))
     (model,) = tracking_buffer.relative_artifacts([out / "model.pt"], run["results"])
-    parent = tracking_buffer.experiment_key(run["paper"], run["scale"], run["experiment"])
     rec = _record(
         run,
         leaf,

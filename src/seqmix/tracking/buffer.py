@@ -41,6 +41,21 @@ def experiment_key(paper: str, scale: str, experiment: str) -> str:
     return f"{paper}.{scale}.{experiment}"
 
 
+def sweep_key(paper: str, scale: str, experiment: str, variant: str) -> str:
+    """The key of a sweep's parent run: one per (experiment, variant) series of an experiment that declares a
+    ``sweep``, nested under the experiment's parent. ``/`` keeps it apart from every experiment's key (an
+    experiment name is a path component, so it has none)."""
+    return f"{experiment_key(paper, scale, experiment)}/{variant}/sweep"
+
+
+def train_parent_key(paper: str, scale: str, experiment: str, config: dict) -> str:
+    """The parent of a leaf's train run: its sweep's parent when the leaf is a sweep point (its canonical
+    config's ``point`` is "-" without a sweep, config.leaves), else the experiment's parent."""
+    if config.get("point", "-") != "-":
+        return sweep_key(paper, scale, experiment, config["variant"])
+    return experiment_key(paper, scale, experiment)
+
+
 def buffer_record(
     *,
     key: str,

@@ -2,8 +2,10 @@
 
 A live run is provisional until ``end``: it carries no fingerprint, so a replay of the leaf's buffer
 replaces it if the job dies. At start it deletes earlier attempts of the same key (a job killed and
-resumed would otherwise leave a truncated duplicate). At ``end`` it logs the points of the buffer record
-it has not logged itself (the steps before a resume), then the record's tags, and only then the
+resumed would otherwise leave a truncated duplicate). It names its parent (``parent_key``: an experiment's
+or a sweep's run) from the start, so the claims step's replay, which keeps a complete live run as it is, still
+finds it to nest. At ``end`` it logs the points of the buffer record it has not logged itself (the steps
+before a resume), then the record's tags and parent links, and only then the
 fingerprint and the run's own end time, so a finished live run equals what a replay would write.
 """
 
@@ -32,6 +34,7 @@ class LiveRun:
         key: str,
         start_ms: int,
         results: str | None = None,
+        parent_key: str | None = None,
     ):
         self.client, self.run_id, self.experiment_id = None, None, None
         self.results = results  # what a record's artifact paths are relative to
@@ -48,6 +51,7 @@ class LiveRun:
             if dropped:
                 log.info("mlflow: deleted %d earlier attempt(s) of %s", dropped, key)
             tags = dict({k: str(v) for k, v in tags.items()}, **{store.KEY_TAG: key})
+            tags.update(store.parent_tags(mlf, self.experiment_id, parent_key))
             self.run_id = mlf.create_run(self.experiment_id, run_name=run_name, tags=tags, start_time=start_ms)
             self.run_id = self.run_id.info.run_id
             ps = [Param(k, param_value(v)) for k, v in params.items()]
@@ -91,7 +95,10 @@ class LiveRun:
                 store.log_points(self.client, self.run_id, record["metrics"], record.get("end_ms"), skip=self.logged)
                 from mlflow.entities import RunTag
 
-                self.client.log_batch(self.run_id, tags=[RunTag(k, v) for k, v in record["tags"].items()])
+                # the parent's run may have been written since the start (a replay adopts only runs naming it)
+                links = store.parent_tags(self.client, self.experiment_id, record.get("parent_key"))
+                tags = {**record["tags"], **links}
+                self.client.log_batch(self.run_id, tags=[RunTag(k, v) for k, v in tags.items()])
                 if record.get("dataset"):
                     store.log_dataset(self.client, self.run_id, record["dataset"])
                 if record.get("model") and self.results is not None:

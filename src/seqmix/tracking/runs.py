@@ -36,6 +36,7 @@ from .buffer import (
     parents_first,
     read_buffers,
     relative_artifacts,
+    sweep_key,
     write_buffer,
 )
 from .health import damaged_message, sqlite_problem
@@ -97,7 +98,8 @@ def paper_description(paper_file: str | Path) -> str | None:
         return None
     lines = [f"**{title}**" if title else "", f"Source: {source}" if source else ""]
     lines.append(
-        "One run per leaf and stage, named `<experiment>/<variant>/<point>/seed<seed>/<stage>@<scale>`; evaluation "
+        "One run per leaf and stage, named `<experiment>/<variant>/<point>/seed<seed>/<stage>@<scale>`, under "
+        "`<experiment>@<scale>` (and, for a sweep, `<experiment>/<variant> sweep <name>@<scale>`); evaluation "
         "and diagnostics runs are children of their training run, and `artefacts@<scale>` holds the tables, "
         "figures and claims. A leaf's runs of an older config are tagged `seqmix.superseded` and deleted "
         "(restorable from the deleted runs)."
@@ -208,6 +210,44 @@ def child_spans(buffers: Iterable[str | Path]) -> dict[str, dict[str, int]]:
     return spans
 
 
+def _union(a: dict[str, int] | None, b: dict[str, int]) -> dict[str, int]:
+    """The span covering both (``a`` None: ``b``)."""
+    if a is None:
+        return dict(b)
+    return {"start_ms": min(a["start_ms"], b["start_ms"]), "end_ms": max(a["end_ms"], b["end_ms"])}
+
+
+def sweep_parents(spec: dict, tags: dict, spans: dict[str, dict[str, int]], start_ms: int) -> list[dict]:
+    """One parent run per (experiment, variant) series of an experiment that declares a sweep (the claims
+    spec's ``sweeps``, config.leaves.sweeps), nested under the experiment's parent and nesting the series'
+    train runs (tracking.buffer.train_parent_key); it spans its runs (``spans``, as ``child_spans`` gives)."""
+    paper, scale = spec["paper"], spec["scale"]
+    out = []
+    for exp, sweep in (spec.get("sweeps") or {}).items():
+        for variant in sweep["variants"]:
+            key = sweep_key(paper, scale, exp, variant)
+            out.append(
+                buffer_record(
+                    key=key,
+                    experiment=paper,
+                    run_name=f"{exp}/{variant} sweep {sweep['name']}@{scale}",
+                    tags={**tags, "seqmix.kind": "sweep", "seqmix.experiment": exp, "seqmix.variant": variant},
+                    params={
+                        "scale": scale,
+                        "experiment": exp,
+                        "variant": variant,
+                        "sweep.name": sweep["name"],
+                        "sweep.path": sweep["path"],
+                        "sweep.values": sweep["values"],
+                    },
+                    metrics={},
+                    **spans.get(key, {"start_ms": start_ms, "end_ms": now_ms()}),
+                    parent_key=experiment_key(paper, scale, exp),
+                )
+            )
+    return out
+
+
 def log_paper_artefacts(
     spec: dict, files: list[str], tags: dict, start_ms: int, description: str | None = None
 ) -> dict[str, int] | None:
@@ -228,7 +268,11 @@ def log_paper_artefacts(
     )
     root = scale_root(spec["results"], spec["scale"])  # the buffers are the scale's; the store is shared
     spans = child_spans(paper_buffers(root, spec["paper"]))
-    parents = [  # one parent run per experiment, nesting its train runs (tracking.buffer.experiment_key)
+    sweeps = sweep_parents(spec, tags, spans, start_ms)
+    for sweep in sweeps:  # an experiment's runs of a sweep name the sweep's parent: its span counts them too
+        if sweep["key"] in spans:
+            spans[sweep["parent_key"]] = _union(spans.get(sweep["parent_key"]), spans[sweep["key"]])
+    parents = [  # one parent run per experiment, nesting its train runs or its sweeps' parents (experiment_key)
         buffer_record(
             key=experiment_key(spec["paper"], spec["scale"], exp),
             experiment=spec["paper"],
@@ -243,6 +287,6 @@ def log_paper_artefacts(
         for exp, summary in (spec.get("inputs", {}).get("summaries") or {}).items()
     ]
     buf = Path(spec["paper_dir"]) / "tracking-artefacts.jsonl"
-    write_buffer(buf, [*parents, rec])
+    write_buffer(buf, [*parents, *sweeps, rec])
     notes = {spec["paper"]: description} if description else None
     return ingest(paper_buffers(root, spec["paper"]) + [buf], uri, spec["results"], notes)

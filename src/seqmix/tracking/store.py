@@ -208,12 +208,7 @@ def write_run(mlf, experiment_id: str, rec: dict, results: str | Path, live: boo
     """Create one run from its record; the fingerprint is set last (see the module docstring)."""
     from mlflow.entities import Param
 
-    tags = dict(rec["tags"], **{KEY_TAG: rec["key"]})
-    if rec.get("parent_key"):
-        tags[PARENT_KEY_TAG] = rec["parent_key"]
-        parent = parent_run_id(mlf, experiment_id, rec["parent_key"])
-        if parent:
-            tags[PARENT_RUN_TAG] = parent
+    tags = dict(rec["tags"], **{KEY_TAG: rec["key"]}, **parent_tags(mlf, experiment_id, rec.get("parent_key")))
     start = rec.get("start_ms")
     run = mlf.create_run(experiment_id, run_name=rec["run_name"], tags=tags, start_time=start)
     rid = run.info.run_id
@@ -288,6 +283,15 @@ def log_model(mlf, run, rec: dict, results: str | Path, live: bool) -> None:
     """A training record's model file, as the run's artifact ``model/<name>`` (see ``_log_artifact``)."""
     if rec.get("model"):
         _log_artifact(mlf, run, Path(results) / rec["model"], results, live, MODEL_DIR, link=True)
+
+
+def parent_tags(mlf, experiment_id: str, parent_key: str | None) -> dict[str, str]:
+    """The tags linking a run to its parent: the parent's key (a parent written later adopts the runs naming
+    it) and, when the parent is in MLflow already, its run id (``mlflow.parentRunId``, the UI's nesting)."""
+    if not parent_key:
+        return {}
+    parent = parent_run_id(mlf, experiment_id, parent_key)
+    return {PARENT_KEY_TAG: parent_key, **({PARENT_RUN_TAG: parent} if parent else {})}
 
 
 def parent_run_id(mlf, experiment_id: str, parent_key: str) -> str | None:

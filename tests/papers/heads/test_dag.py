@@ -204,6 +204,27 @@ def test_mlflow_one_run_per_leaf_with_tags(tiny_dag):
     assert exp == "heads"
 
 
+def test_mlflow_sweep_parents_nest_exp1s_train_runs(tiny_dag):
+    """exp1 sweeps H: its train runs nest under one sweep parent per variant, itself under exp1's parent;
+    exp2 (no sweep) keeps its train runs directly under its experiment's parent."""
+    con = _db(tiny_dag.dir)
+    active = "join runs r on r.run_uuid = t.run_uuid and r.lifecycle_stage = 'active' where t.key = ?"
+    tag = lambda key: dict(con.execute(f"select t.run_uuid, t.value from tags t {active}", (key,)).fetchall())
+    name_of = dict(con.execute("select run_uuid, name from runs where lifecycle_stage = 'active'").fetchall())
+    parent_of, kind = tag("mlflow.parentRunId"), tag("seqmix.kind")
+    exp1 = {leaf["hash"] for leaf in leaves(tiny_dag.dir)}
+    series: dict[str, int] = {}
+    for h, run in _runs(con, "train").items():
+        parent = parent_of[run]
+        if h in exp1:
+            assert kind[parent] == "sweep", name_of[run]
+            assert (name_of[parent_of[parent]], kind[parent_of[parent]]) == ("exp1@tiny", "experiment")
+            series[name_of[parent]] = series.get(name_of[parent], 0) + 1
+        else:
+            assert (name_of[parent], kind[parent]) == ("exp2@tiny", "experiment"), name_of[run]
+    assert series == {f"exp1/{v} sweep H@tiny": len(exp1) // 3 for v in ("k2", "k4", "k8")}
+
+
 def test_mlflow_metric_counts_equal_files(tiny_dag):
     work = tiny_dag.dir
     con = _db(work)
