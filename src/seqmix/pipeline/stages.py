@@ -234,7 +234,10 @@ def _diagnose_leaf(work, run: dict, leaf: dict, label: str):
         _leaf_tags(run, leaf, "diagnose"),
         result["metrics"],
         start_ms,
-        parent_key=(leaf["hash"] + ".train") if trained else None,
+        # an untrained leaf's diagnostics (a probe of the model at init) nest where its train run would
+        parent_key=(leaf["hash"] + ".train")
+        if trained
+        else tracking_buffer.train_parent_key(run["paper"], run["scale"], run["experiment"], cfg),
     )
     rows = len(result["rows"])
     log.info(

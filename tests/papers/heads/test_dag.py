@@ -114,6 +114,10 @@ def test_mlflow_one_diagnose_run_per_exp2_leaf(tiny_dag):
         assert n_db == n_file, leaf["id"]
         tags = dict(con.execute("select key, value from tags where run_uuid = ?", (runs[leaf["hash"]],)).fetchall())
         assert tags["experiment"] == "exp2" and tags["rule"] == "diagnose"
+        # untrained: nested under the experiment's parent run, not left at the top of the runs table
+        parent = tags.get("mlflow.parentRunId")
+        (name,) = con.execute("select name from runs where run_uuid = ?", (parent,)).fetchone()
+        assert name == "exp2@tiny", leaf["id"]
 
 
 def test_consistency_claims_hold(tiny_dag):
