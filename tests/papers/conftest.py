@@ -73,6 +73,9 @@ def figure_style(monkeypatch) -> list[Drawn]:
         pytest.fail("figure style problems:\n" + "\n".join(bad))
 
 
+_NOOP_RUNS: dict[Path, subprocess.CompletedProcess] = {}
+
+
 @dataclass(frozen=True)
 class TinyDag:
     dir: Path  # the finished workflow copy: Snakefile, workflow/, config/, src/, results/, .snakemake/
@@ -92,6 +95,13 @@ class TinyDag:
         nothing there (a dry run, a run with nothing to do): anything else belongs in ``copy``."""
         with FileLock(self.lock):
             return snakemake_local(self.dir, *args, timeout=timeout)
+
+    def noop_run(self) -> subprocess.CompletedProcess:
+        """``smk()`` once per process: the second run of the whole DAG, which every paper's no-op test reads
+        (five identical runs of about 3 CPU-seconds each before)."""
+        if self.dir not in _NOOP_RUNS:
+            _NOOP_RUNS[self.dir] = self.smk()
+        return _NOOP_RUNS[self.dir]
 
     def copy(self, dst: Path) -> Path:
         """A copy of the finished directory (results, Snakemake's metadata, file times kept) to mutate."""

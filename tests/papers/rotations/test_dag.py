@@ -61,7 +61,7 @@ def test_consistency_claims_hold(tiny_dag):
 
 
 def test_second_run_is_noop(tiny_dag):
-    r = tiny_dag.smk()
+    r = tiny_dag.noop_run()
     assert r.returncode == 0, r.stderr[-3000:]
     assert "Nothing to be done" in r.stdout + r.stderr
 
