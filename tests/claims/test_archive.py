@@ -111,3 +111,24 @@ def test_claims_export_cli_refuses_a_directory_that_is_no_archive(tmp_path):
         capture_output=True, text=True, cwd=ROOT,
     )  # fmt: skip
     assert done.returncode != 0 and "not an archive" in done.stderr
+
+
+def test_a_run_stopped_before_its_claims_step_names_its_jobs_commits(run, tmp_path):
+    """Without claims.csv the commit comes from the tracking buffers of the archived tables' jobs (several when
+    the tables were made at several; a torn line and unread tables are ignored); none at all reads 'unknown'."""
+    import json
+
+    (run / "claims.csv").unlink()
+    for table, commit in (("e1", "c1"), ("e2", "c2"), ("unread", "c9")):
+        leaf = run / table / "a" / "seed0"
+        leaf.mkdir(parents=True)
+        line = json.dumps({"key": "k", "tags": {"mlflow.source.git.commit": commit}})
+        (leaf / "tracking-train.jsonl").write_text(line + "\n" + line + "\n" + '{"torn')
+    out = tmp_path / "arch"
+    meta = archive.make_archive(run, _claims(), out, paper="alpha", scale="cpu", device="CPU", data="d", command="t")
+    assert meta["run_commit"] == "c1, c2"
+    for buffer in run.rglob("tracking-*.jsonl"):
+        buffer.unlink()
+    meta = archive.make_archive(run, _claims(), tmp_path / "arch2", paper="alpha", scale="cpu", device="CPU",
+                                data="d", command="t")  # fmt: skip
+    assert meta["run_commit"] == "unknown"

@@ -19,6 +19,7 @@ Layout of an archive: the same relative paths as the run's paper directory, so t
 from __future__ import annotations
 
 import datetime as _dt
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -55,15 +56,32 @@ def tables_read(claims: Iterable[dict]) -> list[str]:
     return sorted(found)
 
 
-def _run_commit(paper_dir: Path) -> str:
-    """The commit the run's claims step recorded (claims.csv), else 'unknown'."""
+# the tag a tracking buffer's records carry the job's commit in (seqmix.tracking.runs.GIT_COMMIT_TAG; not
+# imported: claims and tracking are sibling layers)
+_COMMIT_TAG = "mlflow.source.git.commit"
+
+
+def _run_commit(paper_dir: Path, tables: Iterable[str] = ()) -> str:
+    """The commit the run's claims step recorded (claims.csv); for a run stopped before its claims step (a
+    subset of the experiments run), the commits its jobs recorded in the tracking buffers under the archived
+    ``tables``' directories, comma-separated when the tables were made at several; else 'unknown'."""
     csv = paper_dir / "claims.csv"
     if csv.exists():
         verify_claims(csv)
         df = pd.read_csv(csv, keep_default_na=False)
         if "commit" in df.columns and len(df):
             return str(df["commit"].iloc[0])
-    return "unknown"
+    commits = set()
+    for table in tables:
+        for buffer in sorted((paper_dir / table).rglob("tracking-*.jsonl")):
+            for line in buffer.read_text(errors="replace").splitlines():
+                try:
+                    commit = json.loads(line).get("tags", {}).get(_COMMIT_TAG)
+                except (json.JSONDecodeError, AttributeError):
+                    continue  # a torn line of a killed job: the others carry the same commit
+                if commit:
+                    commits.add(str(commit))
+    return ", ".join(sorted(commits)) or "unknown"
 
 
 def make_archive(
@@ -88,7 +106,7 @@ def make_archive(
     meta = {
         "paper": paper,
         "scale": scale,
-        "run_commit": _run_commit(paper_dir),
+        "run_commit": _run_commit(paper_dir, copied),
         "archived": _dt.date.today().isoformat(),
         "device": device,
         "data": data,
