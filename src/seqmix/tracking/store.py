@@ -110,8 +110,9 @@ def client(uri: str):
     return MlflowClient(tracking_uri=uri)
 
 
-# SQLite's default durability flushes every commit to the disk (two fsyncs), and MLflow commits once per call: an
-# ingest of the heads paper's 118 runs made 1,397 commits that waited 10.7 s of its 41 s on the disk (2026-11-27).
+# SQLite's default durability flushes every commit to the disk, and MLflow commits once per call: an ingest of the
+# heads paper's 118 runs made 2,556 fdatasync calls and took 6.1-6.4 s on a quiet 2-core box, 5.2-5.3 s without
+# them; on a loaded box (the test suite) its 1,397 commits waited 10.7 s of 41 s on the disk (2026-11-27).
 # ``synchronous=OFF`` still writes the rollback journal, so a killed process (the failure this pipeline meets)
 # leaves the store consistent; only an operating-system crash or power loss in mid-commit can damage it, and the
 # store is rebuilt from the tracking buffers (``seqmix mlflow-sync``, which the damaged-store message names).
