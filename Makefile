@@ -30,6 +30,8 @@ TEST_WORKERS ?= 2
 
 BIN := $(VENV)/bin
 PIP_EXTRA := $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX),)
+# a dropped connection resumes a download instead of failing the install (pip >= 25.1, which the upgrade brings)
+PIP_NET := --retries 10 --resume-retries 10
 STAMP := $(VENV)/.seqmix-installed
 export PATH := $(abspath $(BIN)):$(PATH)
 export MPLBACKEND := Agg
@@ -52,11 +54,11 @@ $(STAMP): pyproject.toml $(REQUIREMENTS) Makefile
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(if $(TORCH_WHEEL),$(BIN)/python -m pip install -q $(TORCH_WHEEL),)
 ifeq ($(REQUIREMENTS),none)
-	$(BIN)/python -m pip install -q $(PIP_EXTRA) -e '.[dev]'
+	$(BIN)/python -m pip install -q $(PIP_NET) $(PIP_EXTRA) -e '.[dev]'
 else
-	$(BIN)/python -m pip install -q $(PIP_EXTRA) -r $(REQUIREMENTS) || { \
+	$(BIN)/python -m pip install -q $(PIP_NET) $(PIP_EXTRA) -r $(REQUIREMENTS) || { \
 	  echo "seqmix: the pinned set did not resolve from pip's indexes; retrying with the PyTorch CPU index $(TORCH_CPU_INDEX)" >&2; \
-	  $(BIN)/python -m pip install -q $(PIP_EXTRA) --extra-index-url $(TORCH_CPU_INDEX) -r $(REQUIREMENTS); }
+	  $(BIN)/python -m pip install -q $(PIP_NET) $(PIP_EXTRA) --extra-index-url $(TORCH_CPU_INDEX) -r $(REQUIREMENTS); }
 	$(BIN)/python -m pip install -q --no-deps -e .
 endif
 	touch $@
