@@ -46,8 +46,10 @@ rule all:
 
 # The warm worker (seqmix.pipeline.warm): local jobs fork from one process that imported torch, pandas and
 # matplotlib once. Started only when there are jobs to run on this machine (no dry run, no cluster executor);
-# SEQMIX_WARM=0 in the environment turns it off.
+# SEQMIX_WARM=0 in the environment turns it off. Local runs also drop Snakemake's default submission limit,
+# whose re-evaluation timers pile up into hundreds of scheduling rounds a second (seqmix.pipeline.scheduler_rounds).
 onstart:
+    drop_local_rate_limit()
     start_warm_worker()
 
 

@@ -242,6 +242,12 @@ def repair_corrupt_outputs(papers):
             )
 
 
+def drop_local_rate_limit():
+    from seqmix.pipeline import scheduler_rounds
+
+    scheduler_rounds.drop_local_rate_limit(workflow)
+
+
 def start_warm_worker():
     # not for jobs in the rules' conda environment: the worker would run them in this interpreter instead
     if workflow.local_exec and not workflow.dryrun and not rule_envs_deployed():
