@@ -46,10 +46,11 @@ rule all:
 
 # The warm worker (seqmix.pipeline.warm): local jobs fork from one process that imported torch, pandas and
 # matplotlib once. Started only when there are jobs to run on this machine (no dry run, no cluster executor);
-# SEQMIX_WARM=0 in the environment turns it off. Local runs also drop Snakemake's default submission limit,
-# whose re-evaluation timers pile up into hundreds of scheduling rounds a second (seqmix.pipeline.scheduler_rounds).
+# SEQMIX_WARM=0 in the environment turns it off. Snakemake's submission limit arms re-evaluation timers that pile up
+# into hundreds of scheduling rounds a second: local runs drop its default, other runs keep one pending timer
+# (seqmix.pipeline.scheduler_rounds).
 onstart:
-    drop_local_rate_limit()
+    tame_scheduler_rounds()
     start_warm_worker()
 
 

@@ -242,10 +242,10 @@ def repair_corrupt_outputs(papers):
             )
 
 
-def drop_local_rate_limit():
+def tame_scheduler_rounds():
     from seqmix.pipeline import scheduler_rounds
 
-    scheduler_rounds.drop_local_rate_limit(workflow)
+    scheduler_rounds.tame_rounds(workflow)
 
 
 def start_warm_worker():

@@ -10,14 +10,20 @@ first 7 minutes and the Snakemake process busy about a third of a core (benchmar
 Public reports of the same symptom: snakemake/snakemake#2354 (CPU grows over a long run with
 ``--max-jobs-per-second``), #3804 (thread exhaustion on large DAGs).
 
-The local executor submits nothing anywhere, so the limit protects nothing there: :func:`drop_local_rate_limit`
-(the Snakefile's ``onstart``, after the scheduler is built and before its first round) removes it when the
-executor is local and the limit is Snakemake's default; an explicit other limit, and every cluster executor,
-keep theirs. Without the limit the scheduler runs a round when a job finishes, as it does for a dry run.
+The Snakefile's ``onstart`` (after the scheduler is built, before its first round) calls :func:`tame_rounds`:
+
+- local executor, Snakemake's default limit: the limit goes (:func:`drop_local_rate_limit`). The local executor
+  submits nothing anywhere, so it protects nothing there; the scheduler then runs a round when a job finishes,
+  as it does for a dry run;
+- any other case with a limit (a cluster executor, or a limit the user chose): the limit stays and the timers
+  are rationed to one pending timer per delay (:func:`one_pending_timer`), which still wakes the scheduler once
+  a timespan so that jobs the limit held back are submitted, but no longer lets the chains multiply.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 DEFAULT_LIMIT = (100, 1)  # Snakemake's --max-jobs-per-timespan default, 100/1s: (jobs, seconds)
@@ -36,3 +42,36 @@ def drop_local_rate_limit(workflow: Any) -> bool:
         return False  # the user asked for a limit of their own
     scheduler.job_rate_limiter = None
     return True
+
+
+def one_pending_timer(workflow: Any) -> bool:
+    """Let the scheduler arm a re-evaluation timer of a given delay only when none of that delay is pending; True
+    when the scheduler was changed. A timer of delay d armed at t fires at t + d, so a request before then is one
+    that the pending timer already answers. Leaves a Snakemake without ``_schedule_reevalutation`` as it is."""
+    scheduler = getattr(workflow, "scheduler", None)
+    arm = getattr(scheduler, "_schedule_reevalutation", None)
+    if arm is None or getattr(scheduler, "job_rate_limiter", None) is None:
+        return False
+    armed_at: dict[float, float] = {}
+    lock = threading.Lock()
+
+    def arm_once(delay):
+        with lock:
+            now = time.monotonic()
+            if now - armed_at.get(delay, -float("inf")) < delay:
+                return
+            armed_at[delay] = now
+        arm(delay)
+
+    scheduler._schedule_reevalutation = arm_once
+    return True
+
+
+def tame_rounds(workflow: Any) -> str | None:
+    """What the Snakefile's ``onstart`` calls: "dropped" (local run, default limit), "rationed" (a limit kept, one
+    pending timer per delay) or None (nothing to change)."""
+    if drop_local_rate_limit(workflow):
+        return "dropped"
+    if one_pending_timer(workflow):
+        return "rationed"
+    return None
