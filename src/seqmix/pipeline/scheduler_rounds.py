@@ -1,4 +1,4 @@
-"""Snakemake's scheduler without its runaway re-evaluation rounds, for local runs.
+"""Snakemake's scheduler without its runaway re-evaluation rounds (local runs and runs that keep a limit).
 
 Snakemake 9 (seen on 9.27.1) limits job submissions to ``--max-jobs-per-timespan`` (default ``100/1s``). With
 the limit set, every scheduling round that leaves jobs waiting arms a ``threading.Timer`` of one timespan whose
