@@ -94,6 +94,24 @@ def test_the_claims_steps_ingest_names_a_damaged_store(store, caplog):
     assert "is not a usable SQLite database" in caplog.text and "mlflow.db.damaged" in caplog.text
 
 
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_damaged_store_is_named_before_mlflow_opens_it(store, damage, monkeypatch, caplog):
+    """MLflow's engine retries a database error for about 100 s before it fails (the claims step's ingest
+    into a garbage file took 101 s): the ingest and the store's set-up ask SQLite first and never hand a
+    damaged file to MLflow."""
+    uri, results = store
+    buf = _write(results, "tracking-train.jsonl", _rec("a.train"))
+    DAMAGE[damage](results / "mlflow.db")
+    opened = []
+    monkeypatch.setattr(tracking, "_ingest_records", lambda *a, **k: opened.append("ingest"))
+    monkeypatch.setattr(tracking, "_init_experiments", lambda *a, **k: opened.append("init"))
+    with caplog.at_level(logging.WARNING, logger="seqmix.tracking.runs"):
+        assert tracking.ingest([buf], uri, results) is None
+        assert tracking.init_store(uri, ["heads"], results) is None
+    assert opened == []
+    assert caplog.text.count("is not a usable SQLite database") == 2
+
+
 def test_a_healthy_or_absent_store_is_not_called_damaged(store, tmp_path):
     uri, _ = store
     assert health.sqlite_problem(uri) is None

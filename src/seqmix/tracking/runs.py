@@ -64,13 +64,12 @@ def init_store(
             "mlflow server %s unreachable; jobs keep their buffers, run the mlflow_sync rule later", redact(uri)
         )
         return None
+    if _named_damage(uri, results, "mlflow store failed; jobs keep their buffers"):
+        return None
     try:
         return _init_experiments(uri, list(experiments), results, descriptions)
     except Exception as e:  # an outage must not fail the DAG
-        why = sqlite_problem(uri)
-        if why:
-            log.warning("mlflow store failed; jobs keep their buffers: %s", damaged_message(uri, results, why))
-        else:
+        if not _named_damage(uri, results, "mlflow store failed; jobs keep their buffers"):
             # MLflow's errors quote the request URL, credentials included
             log.warning(
                 "mlflow store %s failed (%s: %s); jobs keep their buffers",
@@ -79,6 +78,17 @@ def init_store(
                 redact(str(e)),
             )
         return None
+
+
+def _named_damage(uri: str, results: str | Path, what: str) -> bool:
+    """Whether the SQLite file behind ``uri`` is not a usable database; if so, logs ``what`` with the damage
+    and the remedy. Asked before MLflow opens the file, not only after it fails: MLflow's engine retries a
+    database error for about 100 s before it gives up (a claims step's ingest into a garbage ``mlflow.db``
+    took 101 s, 2026-12-02), and SQLite's own check of the file answers in milliseconds."""
+    why = sqlite_problem(uri)
+    if why:
+        log.warning("%s: %s", what, damaged_message(uri, results, why))
+    return bool(why)
 
 
 def paper_description(paper_file: str | Path) -> str | None:
@@ -118,6 +128,8 @@ def ingest(
     if not reachable(uri):
         log.warning("mlflow server %s unreachable; the files are kept, run the mlflow_sync rule later", redact(uri))
         return None
+    if _named_damage(uri, results, "mlflow ingestion failed"):
+        return None
     try:
         t0 = time.perf_counter()
         records, problems = read_buffers(buffers)
@@ -129,10 +141,7 @@ def ingest(
         log.info("mlflow: %s; seqmix-ingest s=%.3f", counts, time.perf_counter() - t0)
         return counts
     except Exception as e:  # an outage must not fail the job
-        why = sqlite_problem(uri)
-        if why:
-            log.warning("mlflow ingestion failed: %s", damaged_message(uri, results, why))
-        else:
+        if not _named_damage(uri, results, "mlflow ingestion failed"):
             log.warning(
                 "mlflow ingestion failed (%s: %s); the files are kept, run the mlflow_sync rule later",
                 type(e).__name__,
