@@ -85,6 +85,7 @@ def dispatch_settings(folder: Path, cluster: str = "slurm", **over) -> dict:
         "cluster": cluster,
         "folder": str(folder),
         "poll_s": 0.5,
+        "state_check_s": 1,
         "max_requeues": 3,
         "rules": ["train", "evaluate", "diagnose"],
         "resources": {"default": {"timeout_min": 10, "mem_gb": 1, "cpus_per_task": 1}},
@@ -112,7 +113,7 @@ def small_heads_config(work: Path, dispatch: str) -> None:
     cfg = work / "config" / "config.yaml"
     text = re.sub(r"^papers: \[.*\]", "papers: [heads]", cfg.read_text(), flags=re.M)
     text = re.sub(r"^dispatch: \w+", f"dispatch: {dispatch}", text, flags=re.M)
-    cfg.write_text(text.replace("poll_s: 2", "poll_s: 0.5"))
+    cfg.write_text(text.replace("poll_s: 2", "poll_s: 0.5").replace("state_check_s: 20", "state_check_s: 1"))
     p = work / "config" / "papers" / "heads.yaml"
     d = yaml.safe_load(p.read_text())
     exp = d["experiments"]["exp1"]

@@ -93,6 +93,28 @@ class _LogTail:
                 sys.stderr.flush()
 
 
+# How often a waiting step asks the cluster for its job's state. A job that ends with a result is seen at once
+# (submitit finds its result file), but one that fails, is cancelled or is lost only through accounting, which
+# submitit asks at most every half of the job's age, up to 10 minutes (its SlurmInfoWatcher): a job cancelled after
+# 40 s was noticed about 20 s late (2026-12-02), one failing after two hours would be noticed up to 10 minutes late.
+STATE_CHECK_S = 20.0
+
+
+def wait_for(job, poll_s: float, state_check_s: float, pump=lambda: None) -> None:
+    """Block until ``job`` (a submitit Job) is done, calling ``pump`` every ``poll_s`` seconds; the cluster is
+    asked for the job's state (one accounting call) every ``state_check_s`` seconds, submitit's cheaper check
+    (its result file, its cached state) in between."""
+    asked = time.monotonic()
+    while True:
+        force = time.monotonic() - asked >= state_check_s
+        if force:
+            asked = time.monotonic()
+        if job.done(force_check=force):
+            return
+        pump()
+        time.sleep(poll_s)
+
+
 def submit_and_wait(stage: str, run_path: str, out_path: str, threads: int, settings: dict) -> str:
     """Submit one cell stage and block until it ends; returns the job id. Raises DispatchError."""
     cell = Path(run_path).stem
@@ -109,11 +131,9 @@ def submit_and_wait(stage: str, run_path: str, out_path: str, threads: int, sett
         raise KeyboardInterrupt
 
     old = {s: signal.signal(s, _cancel) for s in (signal.SIGINT, signal.SIGTERM)}
-    poll = float(settings.get("poll_s", 2.0))
+    poll, state_check = float(settings.get("poll_s", 2.0)), float(settings.get("state_check_s", STATE_CHECK_S))
     try:
-        while not job.done():
-            tail.pump()
-            time.sleep(poll)
+        wait_for(job, poll, state_check, tail.pump)
         tail.pump()
         try:
             job.result()
