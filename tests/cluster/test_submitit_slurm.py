@@ -79,9 +79,10 @@ def test_executor_plugin_profile_matches_local(slurm, local_dag, tmp_path):
 
 
 def _long_run(tmp_path: Path) -> tuple[Path, dict]:
-    # long enough (about 10 s of training on a quiet 2-core machine) to be interrupted after the first
-    # checkpoint (step 1000; the wait polls every 50 ms) and still have 5000 steps left
-    run = leaf_run_config(tmp_path / "results", k=8, heads=(4,), steps=6000, checkpoint_every=1000, batch=64, n=32)
+    # long enough (about 5 s of training on a quiet 2-core machine, 2026-12-02) to be interrupted after the first
+    # checkpoint (step 500; the wait polls every 50 ms, scancel and requeue act within a second) with 2500 steps,
+    # about 4 s, left; 6000 steps before, trained four times over by these tests
+    run = leaf_run_config(tmp_path / "results", k=8, heads=(4,), steps=3000, checkpoint_every=500, batch=64, n=32)
     return write(tmp_path / "run.json", run), run
 
 
@@ -93,7 +94,7 @@ def long_reference(tmp_path_factory) -> dict:
     return _reference(tmp, run)
 
 
-def _wait_for_checkpoint(out_dir: Path, proc, min_step: int = 1000, timeout: float = 180) -> int:
+def _wait_for_checkpoint(out_dir: Path, proc, min_step: int = 500, timeout: float = 180) -> int:
     ckpt = out_dir / "checkpoint.pt"
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:

@@ -54,3 +54,30 @@ def test_the_default_state_check_is_the_documented_one(root):
     cfg = yaml.safe_load((root / "config" / "config.yaml").read_text())
     assert cfg["submitit"]["state_check_s"] == dispatch.STATE_CHECK_S
     assert f"`submitit.state_check_s`, {dispatch.STATE_CHECK_S:g} s," in (root / "docs" / "cluster.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "state,pickle,killed",
+    [
+        ("CANCELLED by 0", False, "CANCELLED by 0"),
+        ("CANCELLED+", False, "CANCELLED+"),
+        ("OUT_OF_MEMORY", False, "OUT_OF_MEMORY"),
+        ("TIMEOUT", False, "TIMEOUT"),
+        ("FAILED", False, None),  # its Python error may still be on its way to the result file
+        ("COMPLETED", False, None),
+        ("CANCELLED by 0", True, None),  # a result came first: submitit's result() reads it
+    ],
+)
+def test_a_job_stopped_from_outside_is_failed_without_waiting_for_a_result(tmp_path, state, pickle, killed):
+    """submitit's result() waits 15 s for a result file that a cancelled or killed job never writes."""
+
+    class Paths:
+        result_pickle = tmp_path / "0_result.pkl"
+
+    class Job:
+        paths = Paths()
+
+    Job.state = state
+    if pickle:
+        Paths.result_pickle.write_bytes(b"")
+    assert dispatch.killed_state(Job()) == killed

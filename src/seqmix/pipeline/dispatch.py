@@ -115,6 +115,21 @@ def wait_for(job, poll_s: float, state_check_s: float, pump=lambda: None) -> Non
         time.sleep(poll_s)
 
 
+# SLURM states of a job stopped from outside, which therefore wrote no result file. submitit's ``result()`` waits
+# 15 s for that file (a shared file system may show it late) before it reports the job as uncompleted: a cancelled
+# job failed its rule 15 s late (2026-12-02). FAILED is not here: a job whose Python code raised writes the error
+# as its result, and a slow file system may still be showing it.
+KILLED_STATES = ("CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "DEADLINE", "PREEMPTED")
+
+
+def killed_state(job) -> str | None:
+    """The SLURM state of a finished ``job`` that was stopped from outside and left no result, else None."""
+    if job.paths.result_pickle.exists():
+        return None
+    state = str(job.state)
+    return state if state.split()[0].rstrip("+") in KILLED_STATES else None
+
+
 def submit_and_wait(stage: str, run_path: str, out_path: str, threads: int, settings: dict) -> str:
     """Submit one cell stage and block until it ends; returns the job id. Raises DispatchError."""
     cell = Path(run_path).stem
@@ -135,13 +150,15 @@ def submit_and_wait(stage: str, run_path: str, out_path: str, threads: int, sett
     try:
         wait_for(job, poll, state_check, tail.pump)
         tail.pump()
+        failed = f"{ex.cluster} job {job.job_id} ({stage} of {cell}) did not succeed"
+        logs = f"logs: {job.paths.stdout} {job.paths.stderr}"
+        killed = killed_state(job) if ex.cluster == "slurm" else None
+        if killed:
+            raise DispatchError(f"{failed}: SLURM says {killed} (the job left no result)\n{logs}")
         try:
             job.result()
         except Exception as e:  # submitit raises FailedJobError / UncompletedJobError
-            raise DispatchError(
-                f"{ex.cluster} job {job.job_id} ({stage} of {cell}) did not succeed: "
-                f"{type(e).__name__}: {str(e)[-4000:]}\nlogs: {job.paths.stdout} {job.paths.stderr}"
-            ) from None
+            raise DispatchError(f"{failed}: {type(e).__name__}: {str(e)[-4000:]}\n{logs}") from None
     finally:
         for s, h in old.items():
             signal.signal(s, h)
