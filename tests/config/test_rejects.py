@@ -340,9 +340,10 @@ CASES = [
 
 
 @pytest.mark.parametrize("mutation,file,keypath,fragments", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_bad_config_is_rejected_before_any_job(tree, mutation, file, keypath, fragments):
+def test_bad_config_is_rejected_before_any_job(heads_tree, mutation, file, keypath, fragments):
     """Fails on main for the 14+ kinds it accepted (NaN/Inf, path traversal, 1e12 steps, duplicate keys,
     claims on undeclared metrics, ...); each must name the file, the key path and the expectation."""
+    tree = heads_tree
     if mutation[0] == "text":
         path = tree / mutation[1]
         path.write_text(mutation[2](path.read_text()))

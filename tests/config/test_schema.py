@@ -23,6 +23,12 @@ CONFIG = "config.yaml"
 PAPER = "heads.yaml"
 
 
+@pytest.fixture
+def tree(heads_tree):
+    """Every test here mutates config.yaml or heads.yaml: the other papers' files are left out (conftest)."""
+    return heads_tree
+
+
 def config_path(tree: Path) -> Path:
     return tree / "config" / "config.yaml"
 
