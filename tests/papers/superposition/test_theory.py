@@ -76,6 +76,19 @@ def test_reduced_mobius_reaches_A_zero_from_the_spec_init():
     assert (a, b1, eta) == pytest.approx((0.785, -0.274, -1.274), abs=0.01)  # the paper's point, to 2 decimals
 
 
+def test_both_mobius_forms_in_one_batch_end_as_each_alone():
+    """E3 trains the ReLU and linear forms in one batch (a per-row mask): every row's trajectory is bit for
+    bit the one it has alone."""
+    inits = torch.cat([torch.tensor([T.SPEC_INIT], dtype=torch.float64), T.mobius_inits(3)])
+    n = inits.shape[0]
+    both = T.train_mobius(inits.repeat(2, 1), steps=300, relu=torch.arange(2 * n) < n, log_every=100)
+    for f, relu in enumerate((True, False)):
+        alone = T.train_mobius(inits, steps=300, relu=relu, log_every=100)
+        assert torch.equal(both["theta"][f * n : (f + 1) * n], alone["theta"])
+        mine = [{**r, "run": r["run"] - f * n} for r in both["trace"] if f * n <= r["run"] < (f + 1) * n]
+        assert mine == alone["trace"]
+
+
 def test_gradient_law_at_uniform_attention():
     """E6 (Prop. 7): at uniform attention R_c is close to (np)^{-(L-1-c)/2} (n = 300, np = 2, L = 4)."""
     rows = T.gradient_law(300, 2.0, 4, 128, point="uniform")

@@ -21,18 +21,26 @@ F64 = torch.float64
 # ----------------------------------------------------------------------------- Möbius reduction (Prop. 2-3, App. F/G)
 
 
-def mobius_alpha_eff(theta: torch.Tensor, k: torch.Tensor, K: torch.Tensor, relu: bool = True) -> torch.Tensor:
+def mobius_alpha_eff(
+    theta: torch.Tensor, k: torch.Tensor, K: torch.Tensor, relu: bool | torch.Tensor = True
+) -> torch.Tensor:
     """alpha_eff,c of the two-channel reduced MLP; theta (..., 4) = (alpha, a, b1', eta); k, K (C,).
-    Returns (..., C). Without ``relu`` both channels are linear (the Möbius form (αA + m_f B)/(A + sqrt k B))."""
+    Returns (..., C). Without ``relu`` both channels are linear (the Möbius form (αA + m_f B)/(A + sqrt k B));
+    ``relu`` may be a bool tensor (...,) choosing the form per row, so both forms train in one batch."""
     alpha, a, b, eta = (theta[..., i : i + 1] for i in range(4))
     mf = K - k
-    act = torch.relu if relu else (lambda t: t)
+    if isinstance(relu, torch.Tensor):  # per row: exactly relu(t) or t, and their gradients
+        act = lambda t: torch.where(relu[..., None], torch.relu(t), t)
+    else:
+        act = torch.relu if relu else (lambda t: t)
     h_old = eta * act(a / k.sqrt() + b)
     h_new = eta * act(a * alpha / mf + b)
     return (alpha + mf * h_new) / (1 + k.sqrt() * h_old)
 
 
-def mobius_loss(theta: torch.Tensor, k: torch.Tensor, K: torch.Tensor, relu: bool = True) -> torch.Tensor:
+def mobius_loss(
+    theta: torch.Tensor, k: torch.Tensor, K: torch.Tensor, relu: bool | torch.Tensor = True
+) -> torch.Tensor:
     """L~(theta) = sum_c (1 - cos_c(alpha_eff,c)), (...,)."""
     x = mobius_alpha_eff(theta, k, K, relu)
     mf = K - k
@@ -81,11 +89,12 @@ def train_mobius(
     D: int = 3,
     steps: int = 10_000,
     lr: float = 1e-3,
-    relu: bool = True,
+    relu: bool | torch.Tensor = True,
     log_every: int = 100,
 ) -> dict:
-    """Adam on L~ over a batch of inits (R, 4), float64, k_c = (np)^c for c = 0..D-1, steps c = 0..D-1.
-    Returns {"theta": (R, 4) final, "trace": [{"step", "run", "A", "B", "loss"}...]}."""
+    """Adam on L~ over a batch of inits (R, 4), float64, k_c = (np)^c for c = 0..D-1, steps c = 0..D-1;
+    ``relu`` one form for all or a bool tensor (R,) per init (Adam and the loss act row by row, so each row
+    ends as it would alone). Returns {"theta": (R, 4) final, "trace": [{"step", "run", "A", "B", "loss"}...]}."""
     k = torch.tensor([np_**c for c in range(D)], dtype=F64)
     K = k * np_
     theta = theta0.clone().to(F64).requires_grad_(True)
