@@ -391,7 +391,19 @@ def test_readme_snakemake_dry_run(command, tmp_path):
     proc = run([*argv, f"results={tmp_path / 'results'}"], timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "This was a dry-run" in proc.stdout + proc.stderr
+    assert "train" in proc.stdout + proc.stderr  # the whole DAG, training included (tests/workflow/test_static.py)
     assert not (tmp_path / "results").exists(), "a dry run must not write results"
+
+
+def readme_dry_run_scales() -> set[str]:
+    """The scales whose whole-DAG dry run the README prints, every paper selected (run above as printed):
+    tests/workflow/test_static.py dry-runs only the other scales, instead of a second run of the same DAG."""
+    scales = set()
+    for command in COMMANDS:
+        argv = shlex.split(command)
+        if kind_of(command) == "snakemake-dry-run" and not any(a.startswith("papers=") for a in argv):
+            scales |= {a.split("=", 1)[1] for a in argv if a.startswith("scale=")}
+    return scales
 
 
 # ------------------------------------------------------------------- seqmix commands in the other docs
